@@ -1,0 +1,213 @@
+// Standalone-kernel benchmark: median time of each kernel and shape, effective bandwidth (each
+// input byte read once, each output byte written once), and the ratio to a device-to-device copy
+// measured in the same run. L2 is flushed (a 256 MiB memset) before every timed launch, so no
+// kernel is timed from a warm L2; each time is one launch between two events.
+//
+//   bench_kernels [--reps N] [--markdown FILE]
+#include <fp4fuse/fp4fuse.cuh>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#define CHECK_CUDA(x)                                                                              \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+#define CHECK_FP4(x)                                                                               \
+  do {                                                                                             \
+    fp4fuse::result r_ = (x);                                                                      \
+    if (!r_) {                                                                                     \
+      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, r_.message());             \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace {
+
+int g_reps = 50;
+void* g_flush = nullptr;
+constexpr std::size_t flush_bytes = std::size_t(256) << 20;
+
+/// Median time in microseconds of `launch`, L2 flushed before each run.
+double time_us(const std::function<void()>& launch) {
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) launch();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int i = 0; i < g_reps; ++i) {
+    CHECK_CUDA(cudaMemsetAsync(g_flush, i & 0xFF, flush_bytes));
+    CHECK_CUDA(cudaEventRecord(a));
+    launch();
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.0f);
+  }
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+__global__ void empty_kernel() {}
+
+__global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B9u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    p[i] = __float2bfloat16_rn((static_cast<float>(h & 0xFFFFu) - 32768.0f) / 8192.0f);
+  }
+}
+
+struct row {
+  std::string kernel, shape;
+  double mbytes, us, gbps, copy_ratio, model_ratio;
+};
+std::vector<row> g_rows;
+double g_copy_gbps = 0, g_empty_us = 0;
+
+void record(const std::string& kernel, const std::string& shape, double bytes, double us) {
+  const double gbps = bytes / (us * 1e-6) / 1e9;
+  const double model_us = g_empty_us + bytes / (g_copy_gbps * 1e9) * 1e6;
+  g_rows.push_back({kernel, shape, bytes / 1e6, us, gbps, gbps / g_copy_gbps, us / model_us});
+  std::printf("%-34s %-22s %9.1f MB %9.1f us %7.0f GB/s %6.1f%% of copy  %5.2fx model\n", kernel.c_str(), shape.c_str(),
+              bytes / 1e6, us, gbps, 100.0 * gbps / g_copy_gbps, us / model_us);
+  std::fflush(stdout);
+}
+
+std::string shape_str(std::int64_t m, std::int64_t k) { return "[" + std::to_string(m) + ", " + std::to_string(k) + "]"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* markdown = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--reps" && i + 1 < argc) g_reps = std::atoi(argv[++i]);
+    if (std::string(argv[i]) == "--markdown" && i + 1 < argc) markdown = argv[++i];
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("bench_kernels: no CUDA device; nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("GPU: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  CHECK_CUDA(cudaMalloc(&g_flush, flush_bytes));
+
+  // Reference: device-to-device copy of 1 GiB (2 GiB moved), and an empty launch.
+  const std::size_t copy_bytes = std::size_t(1) << 30;
+  void *src, *dst;
+  CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  CHECK_CUDA(cudaMalloc(&dst, copy_bytes));
+  CHECK_CUDA(cudaMemset(src, 1, copy_bytes));
+  const double copy_us = time_us([&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); });
+  g_copy_gbps = 2.0 * copy_bytes / (copy_us * 1e-6) / 1e9;
+  g_empty_us = time_us([] { empty_kernel<<<1, 32>>>(); });
+  CHECK_CUDA(cudaFree(src));
+  CHECK_CUDA(cudaFree(dst));
+  std::printf("device copy: %.0f GB/s (read + write); empty launch: %.1f us\n\n", g_copy_gbps, g_empty_us);
+
+  // Buffers big enough for the largest shape.
+  const std::size_t max_elems = std::size_t(8192) * 28672;  // Mixtral T=8192 gate/up, the largest input
+  __nv_bfloat16 *x, *y;
+  std::uint8_t *packed, *scales;
+  float *d_S, *d_amax;
+  CHECK_CUDA(cudaMalloc(&x, max_elems * 2));
+  CHECK_CUDA(cudaMalloc(&y, max_elems * 2));
+  CHECK_CUDA(cudaMalloc(&packed, max_elems / 2));
+  CHECK_CUDA(cudaMalloc(&scales, max_elems / 16 + (1 << 20)));
+  CHECK_CUDA(cudaMalloc(&d_S, 4));
+  CHECK_CUDA(cudaMalloc(&d_amax, 4));
+  fill_bf16<<<4096, 256>>>(x, max_elems, 12345u);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_FP4(fp4fuse::amax(x, 1, static_cast<std::int64_t>(max_elems), static_cast<std::int64_t>(max_elems), d_amax, d_S));
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  using NV = fp4fuse::format::nvfp4<>;
+  using MX = fp4fuse::format::mxfp4<>;
+  using SW = fp4fuse::scale_layout_swizzled_128x4;
+  using LIN = fp4fuse::scale_layout_linear;
+  using IL8 = fp4fuse::gate_up::interleaved<8>;
+
+  auto quantize_bytes = [](std::int64_t m, std::int64_t k, int block) {
+    return double(m) * k * 2 + double(m) * k / 2 + double(SW{m, k / block}.size_bytes());
+  };
+  auto bench_quantize = [&](std::int64_t m, std::int64_t k) {
+    fp4fuse::quantize_args<__nv_bfloat16> a{x, m, k, k, packed, k / 2, scales, d_S};
+    record("quantize nvfp4 bf16 swizzled", shape_str(m, k), quantize_bytes(m, k, 16),
+           time_us([&] { CHECK_FP4((fp4fuse::quantize<NV, SW>(a))); }));
+  };
+  auto bench_swiglu = [&](std::int64_t m, std::int64_t i) {
+    fp4fuse::swiglu_args<__nv_bfloat16> a{x, m, i, 2 * i, packed, i / 2, scales, d_S};
+    const double bytes = double(m) * 2 * i * 2 + double(m) * i / 2 + double(SW{m, i / 16}.size_bytes());
+    record("swiglu_quantize nvfp4 il8 silu", shape_str(m, 2 * i), bytes,
+           time_us([&] { CHECK_FP4((fp4fuse::swiglu_quantize<NV, SW, IL8>(a, fp4fuse::activation::silu{}))); }));
+  };
+
+  std::printf("== the issue's headline shapes\n");
+  bench_quantize(16384, 7168);
+  bench_swiglu(16384, 2048);
+  {
+    const std::int64_t m = 16384, k = 7168;
+    fp4fuse::dequantize_args<__nv_bfloat16> a{packed, m, k, k / 2, scales, d_S, y, k};
+    record("dequantize nvfp4 -> bf16 swizzled", shape_str(m, k), double(m) * k / 2 + double(SW{m, k / 16}.size_bytes()) + double(m) * k * 2,
+           time_us([&] { CHECK_FP4((fp4fuse::dequantize<NV, SW>(a))); }));
+    fp4fuse::quantize_args<__nv_bfloat16> q{x, m, k, k, packed, k / 2, scales, d_S};
+    record("quantize mxfp4 bf16 linear", shape_str(m, k), double(m) * k * 2 + double(m) * k / 2 + double(m) * k / 32,
+           time_us([&] { CHECK_FP4((fp4fuse::quantize<MX, LIN>(q))); }));
+    record("amax bf16 (+ global scale)", shape_str(m, k), double(m) * k * 2,
+           time_us([&] { CHECK_FP4(fp4fuse::amax(x, m, k, k, d_amax, d_S)); }));
+    fp4fuse::swiglu_args<__nv_bfloat16> s{x, m, 2048, 4096, y, 2048};
+    record("swiglu -> compact bf16 (flow 2)", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 2048 * 2,
+           time_us([&] { CHECK_FP4((fp4fuse::swiglu<__nv_bfloat16, IL8>(s, fp4fuse::activation::silu{}))); }));
+    fp4fuse::swiglu_args<__nv_bfloat16> g{x, m, 2048, 4096, packed, 1024, scales, d_S};
+    const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes());
+    record("swiglu_quantize gptoss il1", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4((fp4fuse::swiglu_quantize<NV, SW, fp4fuse::gate_up::interleaved<1>>(g, fp4fuse::activation::swiglu_clamped{}))); }));
+  }
+  bench_quantize(4096, 2048);
+  bench_swiglu(4096, 1024);
+
+  std::printf("\n== MoE L1 rows (T tokens): quantize [T, hidden], swiglu_quantize [T, 2I]\n");
+  struct model { const char* name; std::int64_t hidden, inter; };
+  const model models[] = {{"DeepSeek-V3", 7168, 2048}, {"Qwen3-235B", 4096, 1536}, {"Qwen3-30B", 2048, 768},
+                          {"GPT-OSS-120B", 2880, 2880}, {"Mixtral-8x7B", 4096, 14336}};
+  for (const model& md : models) {
+    for (std::int64_t t : {128, 1024, 8192}) {
+      std::printf("-- %s T=%lld\n", md.name, static_cast<long long>(t));
+      bench_quantize(t, md.hidden);
+      bench_swiglu(t, md.inter);
+    }
+  }
+
+  if (markdown) {
+    if (FILE* f = std::fopen(markdown, "w")) {
+      std::fprintf(f, "Device copy %.0f GB/s (read + write), empty launch %.1f us, GPU %s.\n\n", g_copy_gbps, g_empty_us, prop.name);
+      std::fprintf(f, "| kernel | shape | MB moved | median us | GB/s | of copy BW | vs launch + bytes at copy BW |\n");
+      std::fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
+      for (const row& r : g_rows) {
+        std::fprintf(f, "| %s | %s | %.1f | %.1f | %.0f | %.1f%% | %.2fx |\n", r.kernel.c_str(), r.shape.c_str(), r.mbytes, r.us,
+                     r.gbps, 100 * r.copy_ratio, r.model_ratio);
+      }
+      std::fclose(f);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,49 @@
+#pragma once
+/// \file activation.cuh
+/// Gated activations as tag types: `apply(gate, up)` returns act(gate) * up in fp32.
+///
+/// All of them use fp4fuse's portable exp (detail/exp.cuh, about 1 ulp), IEEE division and
+/// explicitly rounded products, so the host and every GPU produce the same bits; they do not match
+/// CUDA's or glibc's expf to the last bit. Do not compile with --use_fast_math (it replaces the
+/// IEEE division and flushes subnormals).
+/// \code
+/// float h = fp4fuse::activation::silu{}.apply(gate, up);            // silu(gate) * up
+/// float o = fp4fuse::activation::swiglu_clamped{1.702f, 7.0f}.apply(gate, up);  // GPT-OSS
+/// \endcode
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/exp.cuh"
+
+namespace fp4fuse::activation {
+
+/// SwiGLU: silu(g) * u with silu(g) = g / (1 + e^-g) (IEEE division).
+struct silu {
+  FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
+    return detail::mul_rn(detail::div_rn(gate, detail::add_rn(1.0f, detail::exp_portable(-gate))), up);
+  }
+};
+
+/// GPT-OSS clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+/// out = (g * sigmoid(alpha * g)) * (u + 1). NaN inputs propagate (as torch.clamp does).
+/// Defaults are GPT-OSS's alpha = 1.702, limit = 7.
+struct swiglu_clamped {
+  float alpha = 1.702f;
+  float limit = 7.0f;
+  FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
+    const float g = gate > limit ? limit : gate;
+    const float u = up > limit ? limit : (up < -limit ? -limit : up);
+    const float glu = detail::mul_rn(g, detail::sigmoid_portable(detail::mul_rn(alpha, g)));
+    return detail::mul_rn(glu, detail::add_rn(u, 1.0f));
+  }
+};
+
+/// GeGLU with the tanh GELU: gelu(g) * u, gelu(g) = g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3))
+/// (the identity 0.5 (1 + tanh z) = sigmoid(2z) avoids tanh's cancellation near 0).
+struct gelu_tanh {
+  FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
+    const float cubic = detail::fma_rn(detail::mul_rn(0.044715f, detail::mul_rn(gate, gate)), gate, gate);
+    const float z = detail::mul_rn(1.5957691216057308f, cubic);
+    return detail::mul_rn(detail::mul_rn(gate, detail::sigmoid_portable(z)), up);
+  }
+};
+
+}  // namespace fp4fuse::activation

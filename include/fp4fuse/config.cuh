@@ -1,0 +1,125 @@
+#pragma once
+/// \file config.cuh
+/// Project macros: function qualifiers, architecture predicates and toolkit checks.
+/// Every other fp4fuse header includes this one first.
+
+#include "fp4fuse/version.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#if !defined(__CUDACC__)
+#  error "fp4fuse headers (.cuh) contain device code: compile them with nvcc (or clang in CUDA mode)."
+#endif
+
+#if !defined(__CUDACC_VER_MAJOR__) || (__CUDACC_VER_MAJOR__ < 12) || \
+    (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 8)
+#  error "fp4fuse needs CUDA 12.8 or newer: it relies on cuda_fp4.h and on the E2M1 conversion instructions of PTX 8.7."
+#endif
+
+#if defined(_MSVC_LANG)
+#  define FP4FUSE_CPLUSPLUS _MSVC_LANG
+#else
+#  define FP4FUSE_CPLUSPLUS __cplusplus
+#endif
+#if FP4FUSE_CPLUSPLUS < 201703L
+#  error "fp4fuse needs C++17 or newer: pass -std=c++17 to nvcc."
+#endif
+
+#include <cuda/version>
+#if !defined(CCCL_MAJOR_VERSION) || CCCL_MAJOR_VERSION < 2 || (CCCL_MAJOR_VERSION == 2 && CCCL_MINOR_VERSION < 8)
+#  error "fp4fuse needs CCCL 2.8 or newer (it ships with CUDA 12.8): the bundled libcu++/CUB is too old."
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && (__GNUC__ < 9)
+#  error "fp4fuse needs GCC 9 or newer as the host compiler for its C++17 support."
+#endif
+
+/// `__host__ __device__ __forceinline__`: every numeric building block.
+#define FP4FUSE_HOST_DEVICE __host__ __device__ __forceinline__
+/// `__device__ __forceinline__`: device-only helpers (PTX, shuffles).
+#define FP4FUSE_DEVICE __device__ __forceinline__
+/// `#pragma unroll` in device passes only (host compilers warn about the unknown pragma).
+#if defined(__CUDA_ARCH__)
+#  define FP4FUSE_UNROLL _Pragma("unroll")
+#else
+#  define FP4FUSE_UNROLL
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Architecture predicates. Each is 0 in the host pass and in device passes that lack the feature,
+// 1 otherwise. They are derived from the raw nvcc macros in one place (tests/config.cu checks
+// them target by target).
+//
+// FP4FUSE_ARCH_HAS_E2M1_CVT: `cvt.rn.satfinite.e2m1x2.f32`, `cvt.rn.f16x2.e2m1x2` and the
+//   UE8M0 `cvt` forms. PTX accepts them only on family- or arch-specific targets of compute
+//   capability 10.0 and above (sm_100a/f, sm_103a, sm_110a/f, sm_120a/f, sm_121a). nvcc defines
+//   __CUDA_ARCH_FAMILY_SPECIFIC__ for sm_90a too (value 900), so the value is compared, not just
+//   tested for definition.
+// FP4FUSE_ARCH_HAS_E4M3_CVT: `cvt.rn.satfinite.e4m3x2.f32` and `cvt.rn.f16x2.e4m3x2`, sm_89+.
+// ---------------------------------------------------------------------------------------------
+#if defined(__CUDA_ARCH__)
+#  define FP4FUSE_DEVICE_PASS 1
+#else
+#  define FP4FUSE_DEVICE_PASS 0
+#endif
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FAMILY_SPECIFIC__) && (__CUDA_ARCH_FAMILY_SPECIFIC__ >= 1000)
+#  define FP4FUSE_ARCH_HAS_E2M1_CVT 1
+#else
+#  define FP4FUSE_ARCH_HAS_E2M1_CVT 0
+#endif
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+#  define FP4FUSE_ARCH_HAS_E4M3_CVT 1
+#else
+#  define FP4FUSE_ARCH_HAS_E4M3_CVT 0
+#endif
+
+/// 1 in an sm_90a device pass (wgmma, setmaxnreg); 0 elsewhere.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_SPECIFIC__) && (__CUDA_ARCH_SPECIFIC__ == 900)
+#  define FP4FUSE_ARCH_IS_SM90A 1
+#else
+#  define FP4FUSE_ARCH_IS_SM90A 0
+#endif
+
+namespace fp4fuse {
+
+/// Which conversion path a device pass or the host uses; reported by `active_e2m1_path()` so
+/// that tests and benchmarks can say what they measured.
+enum class conversion_path : int {
+  software = 0,  ///< branch-free integer/float emulation (host, sm_80, sm_89, sm_90, sm_90a)
+  hardware = 1,  ///< native `cvt` instruction
+};
+
+/// The E2M1 conversion path compiled into the current pass (host: always software).
+///
+/// \code
+/// __global__ void k(int* out) { *out = int(fp4fuse::active_e2m1_path()); }  // 1 on sm_100a
+/// \endcode
+FP4FUSE_HOST_DEVICE constexpr conversion_path active_e2m1_path() {
+  return FP4FUSE_ARCH_HAS_E2M1_CVT ? conversion_path::hardware : conversion_path::software;
+}
+
+/// The E4M3 conversion path compiled into the current pass (host, sm_80: software).
+FP4FUSE_HOST_DEVICE constexpr conversion_path active_e4m3_path() {
+  return FP4FUSE_ARCH_HAS_E4M3_CVT ? conversion_path::hardware : conversion_path::software;
+}
+
+namespace detail {
+/// Stops a kernel that reached a code path its compilation target cannot execute. Never returns;
+/// on the host it aborts. Used so that a missing path fails loudly instead of writing zeros.
+[[noreturn]] __host__ __device__ inline void unsupported_path(const char* what) {
+#if defined(__CUDA_ARCH__)
+  printf("fp4fuse: %s is not available on this compilation target (__CUDA_ARCH__=%d)\n", what, __CUDA_ARCH__);
+  __trap();
+#else
+  fprintf(stderr, "fp4fuse: %s is not available on the host\n", what);
+  abort();
+#endif
+  // __trap() is not [[noreturn]] for the front end.
+  while (true) {}
+}
+}  // namespace detail
+}  // namespace fp4fuse
+

@@ -1,0 +1,43 @@
+#pragma once
+// Bit-level helpers shared by the encoders. Not part of the public API.
+#include "fp4fuse/config.cuh"
+
+#include <cuda/std/bit>
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+
+namespace fp4fuse::detail {
+
+FP4FUSE_HOST_DEVICE constexpr cuda::std::uint32_t float_bits(float x) {
+  return cuda::std::bit_cast<cuda::std::uint32_t>(x);
+}
+FP4FUSE_HOST_DEVICE constexpr float bits_float(cuda::std::uint32_t u) {
+  return cuda::std::bit_cast<float>(u);
+}
+/// True for every NaN payload, either sign.
+FP4FUSE_HOST_DEVICE constexpr bool is_nan_bits(cuda::std::uint32_t u) {
+  return (u & 0x7FFFFFFFu) > 0x7F800000u;
+}
+/// IEEE minNum/maxNum semantics (a NaN operand loses) in a constexpr-friendly form; nvcc lowers
+/// these to FMNMX on the device.
+FP4FUSE_HOST_DEVICE constexpr float min_num(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  if (!cuda::std::is_constant_evaluated()) {
+    return fminf(a, b);
+  }
+#endif
+  return (a != a) ? b : (b != b) ? a : (b < a ? b : a);
+}
+FP4FUSE_HOST_DEVICE constexpr float max_num(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  if (!cuda::std::is_constant_evaluated()) {
+    return fmaxf(a, b);
+  }
+#endif
+  return (a != a) ? b : (b != b) ? a : (b > a ? b : a);
+}
+FP4FUSE_HOST_DEVICE constexpr float abs_float(float x) {
+  return bits_float(float_bits(x) & 0x7FFFFFFFu);
+}
+
+}  // namespace fp4fuse::detail

@@ -1,0 +1,195 @@
+#pragma once
+/// \file e2m1.cuh
+/// FP4 E2M1: encode (round to nearest even, saturating) and decode, one value to sixteen.
+///
+/// A nibble is `s e e m`: bit 3 is the sign, bits 2..0 the magnitude code 0..7 for
+/// 0, 0.5, 1, 1.5, 2, 3, 4, 6. Packed forms hold element 0 in the low nibble of byte 0,
+/// element 1 in its high nibble, and so on (PyTorch `float4_e2m1fn_x2` order).
+///
+/// Numerics (identical on every path, and to the toolkit's `__nv_cvt_float_to_fp4(x, __NV_E2M1,
+/// cudaRoundNearest)`): |x| <= 0.25 -> 0, < 0.75 -> 0.5, <= 1.25 -> 1, < 1.75 -> 1.5, <= 2.5 -> 2,
+/// < 3.5 -> 3, <= 5 -> 4, otherwise 6 (ties to even, saturating; +-Inf -> +-6). The sign is kept
+/// for -0 and for negative values that round to zero (nibble 0x8). NaN of either sign -> 0x7 (+6):
+/// that is what the toolkit's emulation does; the Blackwell instruction's NaN result has not been
+/// observed by this project (no Blackwell machine), see README "Numerics".
+///
+/// Paths: on sm_100a/f, sm_103a, sm_110a/f, sm_120a/f the `cvt.rn.satfinite.e2m1x2.f32`
+/// instruction; on the host and on sm_80/sm_89/sm_90/sm_90a a branch-free software encoder
+/// (three float adds and three min operations, see `e2m1_encode_software`).
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/bits.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fp4fuse {
+
+/// Portable E2M1 encoder, usable in constant expressions and on every target.
+///
+/// How: the E2M1 code of v = |x| is the integer nearest to the concave piecewise-linear map
+/// g(v) = min(2v, v + 2, v/2 + 4) (one segment per binade of E2M1; the rounding boundaries of
+/// E2M1 are exactly the half-integers of g, and ties to even codes are ties to even mantissas).
+/// Each segment is evaluated with one rounding by adding 2^23, whose ulp is 1, so
+/// `bits(min(...)) - bits(2^23)` is the rounded code. NaN loses every min and yields 7.
+///
+/// \return the nibble in bits 3..0 (bits 7..4 are zero).
+/// \code
+/// static_assert(fp4fuse::e2m1_encode_software(2.5f) == 0x4);   // tie -> 2
+/// static_assert(fp4fuse::e2m1_encode_software(-0.1f) == 0x8);  // -0
+/// \endcode
+FP4FUSE_HOST_DEVICE constexpr cuda::std::uint8_t e2m1_encode_software(float x) {
+  constexpr float kRound = 8388608.0f;  // 2^23: ulp 1 on [2^23, 2^24)
+  const cuda::std::uint32_t bits = detail::float_bits(x);
+  const float v = detail::abs_float(x);
+  const float lower = v * 2.0f + kRound;            // [0, 2]: code 2v (2v is exact)
+  const float middle = v + (kRound + 2.0f);         // [2, 4]: code v + 2
+  const float upper = v * 0.5f + (kRound + 4.0f);   // [4, 6]: code v/2 + 4 (v/2 exact where it matters)
+  const float code_f = detail::min_num(detail::min_num(lower, middle),
+                                       detail::min_num(upper, kRound + 7.0f));
+  const cuda::std::uint32_t code = detail::float_bits(code_f) - 0x4B000000u;
+  const cuda::std::uint32_t sign = detail::is_nan_bits(bits) ? 0u : (bits >> 28) & 0x8u;
+  return static_cast<cuda::std::uint8_t>(code | sign);
+}
+
+namespace detail {
+
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+// `cvt.rn.satfinite.e2m1x2.f32 d, a, b` puts a in the high nibble and b in the low one.
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_cvt(float lo, float hi) {
+  cuda::std::uint32_t out;
+  asm("{\n .reg .b8 packed;\n cvt.rn.satfinite.e2m1x2.f32 packed, %2, %1;\n cvt.u32.u8 %0, packed;\n}"
+      : "=r"(out) : "f"(lo), "f"(hi));
+  return out;
+}
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_cvt(const float (&v)[8]) {
+  cuda::std::uint32_t out;
+  asm("{\n .reg .b8 b0, b1, b2, b3;\n"
+      " cvt.rn.satfinite.e2m1x2.f32 b0, %2, %1;\n"
+      " cvt.rn.satfinite.e2m1x2.f32 b1, %4, %3;\n"
+      " cvt.rn.satfinite.e2m1x2.f32 b2, %6, %5;\n"
+      " cvt.rn.satfinite.e2m1x2.f32 b3, %8, %7;\n"
+      " mov.b32 %0, {b0, b1, b2, b3};\n}"
+      : "=r"(out)
+      : "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]), "f"(v[4]), "f"(v[5]), "f"(v[6]), "f"(v[7]));
+  return out;
+}
+// `cvt.rn.f16x2.e2m1x2 d, a`: the low nibble of a becomes the low half of d.
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_to_half2_cvt(cuda::std::uint8_t byte) {
+  cuda::std::uint32_t out;
+  const cuda::std::uint16_t wide = byte;
+  asm("{\n .reg .b8 lo, hi;\n mov.b16 {lo, hi}, %1;\n cvt.rn.f16x2.e2m1x2 %0, lo;\n}"
+      : "=r"(out) : "h"(wide));
+  return out;
+}
+#endif
+
+/// Software decode of one nibble to f16 bits: E2M1 (bias 1) placed in f16's exponent/mantissa
+/// fields (bias 15) is the value times 2^-14; callers multiply by 2^14, exactly.
+FP4FUSE_HOST_DEVICE constexpr cuda::std::uint32_t e2m1_to_scaled_half_bits(cuda::std::uint32_t nibble) {
+  return ((nibble & 0x8u) << 12) | ((nibble & 0x7u) << 9);
+}
+
+}  // namespace detail
+
+/// Encodes one float to an E2M1 nibble (bits 3..0). Numerics: see the file comment.
+/// \code
+/// uint8_t n = fp4fuse::e2m1_encode(-3.2f);  // 0xD: sign | code 5 (3.0)
+/// \endcode
+FP4FUSE_HOST_DEVICE cuda::std::uint8_t e2m1_encode(float x) {
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+  return static_cast<cuda::std::uint8_t>(detail::e2m1x2_cvt(x, 0.0f) & 0xFu);
+#else
+  return e2m1_encode_software(x);
+#endif
+}
+
+/// Encodes two floats into one byte: `lo` in bits 3..0, `hi` in bits 7..4.
+/// \code
+/// uint8_t b = fp4fuse::e2m1x2_encode(1.0f, 6.0f);  // 0x72
+/// \endcode
+FP4FUSE_HOST_DEVICE cuda::std::uint8_t e2m1x2_encode(float lo, float hi) {
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+  return static_cast<cuda::std::uint8_t>(detail::e2m1x2_cvt(lo, hi));
+#else
+  return static_cast<cuda::std::uint8_t>(e2m1_encode_software(lo) | (e2m1_encode_software(hi) << 4));
+#endif
+}
+
+/// Encodes eight floats into a 32-bit word, v[i] in bits 4i+3..4i (little-endian bytes in memory
+/// give the standard packed order).
+/// \code
+/// float v[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+/// uint32_t w = fp4fuse::e2m1x8_encode(v);  // 0x76543210
+/// \endcode
+FP4FUSE_HOST_DEVICE cuda::std::uint32_t e2m1x8_encode(const float (&v)[8]) {
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+  return detail::e2m1x8_cvt(v);
+#else
+  cuda::std::uint32_t out = 0;
+FP4FUSE_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
+  }
+  return out;
+#endif
+}
+
+/// Encodes sixteen floats (one NVFP4 block) into a 64-bit word, v[i] in bits 4i+3..4i.
+/// \code
+/// float block[16] = {...};
+/// uint64_t packed = fp4fuse::e2m1x16_encode(block);
+/// \endcode
+FP4FUSE_HOST_DEVICE cuda::std::uint64_t e2m1x16_encode(const float (&v)[16]) {
+  const float(&lo)[8] = *reinterpret_cast<const float(*)[8]>(&v[0]);
+  const float(&hi)[8] = *reinterpret_cast<const float(*)[8]>(&v[8]);
+  return static_cast<cuda::std::uint64_t>(e2m1x8_encode(lo)) |
+         (static_cast<cuda::std::uint64_t>(e2m1x8_encode(hi)) << 32);
+}
+
+/// Decodes a nibble (bits 3..0; higher bits ignored) to float. Exact; -0 for 0x8.
+/// \code
+/// static_assert(fp4fuse::e2m1_decode(0xF) == -6.0f);
+/// \endcode
+FP4FUSE_HOST_DEVICE constexpr float e2m1_decode(cuda::std::uint8_t nibble) {
+  // Inverse of the encoder's concave map: value = max(c/2, c - 2, 2c - 8) for code c.
+  const float c = static_cast<float>(nibble & 0x7u);
+  const float magnitude = detail::max_num(detail::max_num(c * 0.5f, c - 2.0f), c * 2.0f - 8.0f);
+  return detail::bits_float(detail::float_bits(magnitude) | ((nibble & 0x8u) ? 0x80000000u : 0u));
+}
+
+/// Decodes one byte (two nibbles) to a half2: low nibble -> `.x`, high nibble -> `.y`. Exact.
+/// Uses `cvt.rn.f16x2.e2m1x2` where the target has it.
+FP4FUSE_HOST_DEVICE __half2 e2m1x2_decode_half2(cuda::std::uint8_t byte) {
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+  const cuda::std::uint32_t bits = detail::e2m1x2_to_half2_cvt(byte);
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(bits & 0xFFFFu);
+  raw.y = static_cast<unsigned short>(bits >> 16);
+  return __half2(raw);
+#elif FP4FUSE_DEVICE_PASS
+  __half2_raw scaled;
+  scaled.x = static_cast<unsigned short>(detail::e2m1_to_scaled_half_bits(byte));
+  scaled.y = static_cast<unsigned short>(detail::e2m1_to_scaled_half_bits(byte >> 4));
+  // f16 arithmetic keeps subnormals on every GPU, so the 2^14 rescale is exact.
+  return __hmul2(__half2(scaled), __half2half2(__ushort_as_half(0x7400)));
+#else
+  return __floats2half2_rn(e2m1_decode(byte & 0xFu), e2m1_decode(byte >> 4));
+#endif
+}
+
+/// Decodes one byte (two nibbles) to a bfloat162: low nibble -> `.x`, high nibble -> `.y`. Exact.
+FP4FUSE_HOST_DEVICE __nv_bfloat162 e2m1x2_decode_bfloat162(cuda::std::uint8_t byte) {
+  // Every E2M1 value is exact in bf16; float is the common route.
+  return __floats2bfloat162_rn(e2m1_decode(byte & 0xFu), e2m1_decode(byte >> 4));
+}
+
+/// Decodes one byte (two nibbles) to a float2: low nibble -> `.x`, high nibble -> `.y`. Exact.
+FP4FUSE_HOST_DEVICE float2 e2m1x2_decode_float2(cuda::std::uint8_t byte) {
+#if FP4FUSE_DEVICE_PASS
+  return __half22float2(e2m1x2_decode_half2(byte));
+#else
+  return make_float2(e2m1_decode(byte & 0xFu), e2m1_decode(byte >> 4));
+#endif
+}
+
+}  // namespace fp4fuse

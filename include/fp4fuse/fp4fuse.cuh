@@ -1,0 +1,21 @@
+#pragma once
+/// \file fp4fuse.cuh
+/// Umbrella header: everything public in fp4fuse.
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/version.hpp"
+#include "fp4fuse/e2m1.cuh"
+#include "fp4fuse/e4m3.cuh"
+#include "fp4fuse/ue8m0.cuh"
+#include "fp4fuse/global_scale.cuh"
+#include "fp4fuse/recipe.cuh"
+#include "fp4fuse/nvfp4.cuh"
+#include "fp4fuse/mxfp4.cuh"
+#include "fp4fuse/scale_layout.cuh"
+#include "fp4fuse/format.cuh"
+#include "fp4fuse/activation.cuh"
+#include "fp4fuse/gate_up_layout.cuh"
+#include "fp4fuse/status.hpp"
+#include "fp4fuse/kernels/quantize.cuh"
+#include "fp4fuse/kernels/swiglu_quantize.cuh"
+#include "fp4fuse/kernels/dequantize.cuh"
+#include "fp4fuse/kernels/amax.cuh"

@@ -1,0 +1,42 @@
+#pragma once
+/// \file global_scale.cuh
+/// NVFP4's per-tensor FP32 scale: S = 448 * 6 / tensor_amax maps the tensor's largest magnitude
+/// onto the largest E4M3 block scale times the largest E2M1 value.
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/bits.cuh"
+
+#include <cuda/std/limits>
+
+namespace fp4fuse {
+
+/// E4M3's largest finite value.
+inline constexpr float e4m3_max = 448.0f;
+/// E2M1's largest value.
+inline constexpr float e2m1_max = 6.0f;
+
+/// The global encode scale S = 2688 / tensor_amax (IEEE division, rounded to nearest).
+///
+/// Defined cases: amax of 0, +-Inf or NaN (nothing sensible to scale to) -> 1.0; an amax so small
+/// that the quotient overflows -> FLT_MAX; the sign of amax is ignored. This is
+/// TransformerEngine's convention for 0 and Inf; NaN is documented here because TE leaves it to
+/// fminf.
+/// \code
+/// float S = fp4fuse::nvfp4_global_encode_scale(tensor_amax);  // pass S to the quantizer
+/// float alpha = fp4fuse::nvfp4_global_decode_scale(S);      // the next GEMM's alpha factor
+/// \endcode
+FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_encode_scale(float tensor_amax) {
+  const float amax = detail::abs_float(tensor_amax);
+  if (!(amax > 0.0f) || amax == cuda::std::numeric_limits<float>::infinity()) {
+    return 1.0f;
+  }
+  const float scale = (e4m3_max * e2m1_max) / amax;
+  return scale > cuda::std::numeric_limits<float>::max() ? cuda::std::numeric_limits<float>::max() : scale;
+}
+
+/// The decode scale 1/S (IEEE division), the factor a consumer applies after multiplying
+/// E2M1 values by their E4M3 block scales (the next GEMM's alpha).
+FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_decode_scale(float global_encode_scale) {
+  return 1.0f / global_encode_scale;
+}
+
+}  // namespace fp4fuse

@@ -1,0 +1,137 @@
+#pragma once
+/// \file kernels/quantize.cuh
+/// Standalone quantization: [M, K] row-major bfloat16/half/float (leading dimension ld, in
+/// elements) -> packed E2M1 [M, K/2] (leading dimension in bytes) + block scales in a scale layout.
+///
+/// One thread per block of 16 (NVFP4) or 32 (MXFP4) elements: 16-byte streaming loads, the block
+/// amax in registers, one 8- or 16-byte store. The grid covers the scale layout's padded extent, so
+/// every padding scale byte is written as 0x00 by the thread that owns it. The NVFP4 global encode
+/// scale is read from device memory (the launch can be captured in a CUDA graph).
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/kernel_support.cuh"
+#include "fp4fuse/format.cuh"
+#include "fp4fuse/scale_layout.cuh"
+#include "fp4fuse/status.hpp"
+
+namespace fp4fuse {
+
+/// Arguments of `quantize`. Leading dimensions: `ld_input` in elements, `ld_output` in bytes.
+template <class T>
+struct quantize_args {
+  const T* input = nullptr;                     ///< [rows, ld_input], 16-byte aligned
+  cuda::std::int64_t rows = 0;                  ///< M
+  cuda::std::int64_t cols = 0;                  ///< K, a multiple of the block size
+  cuda::std::int64_t ld_input = 0;              ///< >= cols, a multiple of 16 bytes / sizeof(T)
+  cuda::std::uint8_t* output = nullptr;         ///< [rows, ld_output] packed E2M1; 8-byte (NVFP4) / 16-byte (MXFP4) aligned
+  cuda::std::int64_t ld_output = 0;             ///< bytes, >= cols / 2, a multiple of 8 (NVFP4) / 16 (MXFP4)
+  cuda::std::uint8_t* scales = nullptr;         ///< layout.size_bytes() bytes
+  const float* global_encode_scale = nullptr;  ///< device pointer to S (NVFP4 only; ignored for MXFP4)
+};
+
+namespace detail {
+
+template <class Format, class Layout, class T>
+__global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layout layout, cuda::std::uint32_t padded_cols,
+                                                       cuda::std::uint32_t total) {
+  using codec_t = block_codec<Format>;
+  constexpr int B = codec_t::block_size;
+  const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= total) {
+    return;
+  }
+  const cuda::std::uint32_t row = idx / padded_cols;
+  const cuda::std::uint32_t col = idx - row * padded_cols;
+  cuda::std::uint8_t* scale_out = a.scales + layout.offset(row, col);
+  if (layout.is_padding(row, col)) {
+    *scale_out = 0;
+    return;
+  }
+  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
+  float x[B];
+  load_floats(a.input + row * a.ld_input + col * B, x);
+  cuda::std::uint32_t words[codec_t::words_per_block];
+  *scale_out = codec.quantize(x, words);
+  store_words(a.output + row * a.ld_output + col * (B / 2), words);
+}
+
+/// Shared validation of the packed output and scales; `cols` is the quantized width.
+template <class Format>
+inline result validate_packed_output(const cuda::std::uint8_t* output, cuda::std::int64_t ld_output,
+                                     const cuda::std::uint8_t* scales, const float* global_encode_scale,
+                                     cuda::std::int64_t rows, cuda::std::int64_t cols) {
+  constexpr int B = Format::block_size;
+  constexpr std::size_t store_bytes = B / 2;
+  if (output == nullptr || scales == nullptr || (Format::has_global_scale && global_encode_scale == nullptr)) {
+    return {status::null_pointer};
+  }
+  if (rows < 0 || cols <= 0) {
+    return {status::bad_shape};
+  }
+  if (cols % B != 0) {
+    return {status::not_multiple_of_block};
+  }
+  if (!is_aligned(output, store_bytes) || (Format::has_global_scale && !is_aligned(global_encode_scale, 4))) {
+    return {status::misaligned_pointer};
+  }
+  if (ld_output < cols / 2 || ld_output % static_cast<cuda::std::int64_t>(store_bytes) != 0) {
+    return {status::bad_leading_dimension};
+  }
+  return {};
+}
+
+template <class T>
+inline result validate_input(const T* input, cuda::std::int64_t ld_input, cuda::std::int64_t cols) {
+  if (input == nullptr) {
+    return {status::null_pointer};
+  }
+  if (!is_aligned(input, 16)) {
+    return {status::misaligned_pointer};
+  }
+  if (ld_input < cols || ld_input % vec_elems<T> != 0) {
+    return {status::bad_leading_dimension};
+  }
+  return {};
+}
+
+/// Grid extent over the layout's padded scale positions; bad_shape if it exceeds 32-bit indexing.
+template <class Layout>
+inline result grid_extent(const Layout& layout, cuda::std::uint32_t& padded_cols, cuda::std::uint32_t& total) {
+  const cuda::std::int64_t t = layout.padded_rows() * layout.padded_cols();
+  if (t >= (cuda::std::int64_t(1) << 32) - 256) {
+    return {status::bad_shape};
+  }
+  padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
+  total = static_cast<cuda::std::uint32_t>(t);
+  return {};
+}
+
+}  // namespace detail
+
+/// Quantizes a row-major matrix to NVFP4 or MXFP4 on `stream`.
+///
+/// Numerics: each block exactly as `block_codec<Format>::quantize` on the host (bit-identical;
+/// tests/kernels/quantize.cu). Scales go to `Layout{rows, cols / block}`; its padding is written
+/// as 0x00. Validation happens before anything is launched; on error nothing is written.
+/// \code
+/// fp4fuse::quantize_args<__nv_bfloat16> a{x, M, K, K, packed, K / 2, scales, d_S};
+/// auto r = fp4fuse::quantize<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout_swizzled_128x4>(a, stream);
+/// if (!r) std::fprintf(stderr, "%s\n", r.message());
+/// \endcode
+template <class Format, class Layout, class T>
+result quantize(const quantize_args<T>& a, cudaStream_t stream = nullptr) {
+  static_assert(detail::is_supported_element<T>, "quantize: input must be __nv_bfloat16, __half or float");
+  if (result r = detail::validate_input(a.input, a.ld_input, a.cols); !r) return r;
+  if (result r = detail::validate_packed_output<Format>(a.output, a.ld_output, a.scales, a.global_encode_scale, a.rows, a.cols); !r) return r;
+  if (a.rows == 0) {
+    return {};
+  }
+  const Layout layout{a.rows, a.cols / Format::block_size};
+  cuda::std::uint32_t padded_cols = 0, total = 0;
+  if (result r = detail::grid_extent(layout, padded_cols, total); !r) return r;
+  auto* kernel = &detail::quantize_kernel<Format, Layout, T>;
+  if (result r = detail::check_kernel_image(kernel); !r) return r;
+  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, padded_cols, total);
+  return detail::launch_result();
+}
+
+}  // namespace fp4fuse

@@ -1,0 +1,87 @@
+#pragma once
+/// \file scale_layout.cuh
+/// Where block scale (row m, scale column k) lives in the scale tensor. A layout is a small value
+/// type built from the logical shape: `rows` (M) and `scale_cols` (K / block size).
+///
+/// `scale_layout_linear`: row-major [M][K/16], no padding.
+///
+/// `scale_layout_swizzled_128x4` (cuBLASLt `VEC16_UE4M3`, CUTLASS block-scaled GEMMs, tcgen05):
+/// rows padded to M' = round_up(M, 128), scale columns to K' = round_up(K/16, 4); the tensor is
+/// [M'/128][K'/4][32][4][4] bytes, one 512-byte tile per 128 rows x 4 scale columns:
+/// \verbatim
+///   offset(m, k) = (m / 128) * (K' / 4) * 512      which 128-row band
+///                + (k / 4) * 512                   which 4-column tile within the band
+///                + (m % 32) * 16                   row within a 32-row group: 16-byte line
+///                + ((m % 128) / 32) * 4            which of the 4 row groups: 4-byte word
+///                + (k % 4)                         scale column within the tile: byte
+///
+///   one 512-byte tile (rows m0..m0+127, scale columns k0..k0+3):
+///   byte  0..3   : rows m0+0  , cols k0..k0+3      byte  4..7  : rows m0+32 , cols k0..k0+3
+///   byte  8..11  : rows m0+64 , cols k0..k0+3      byte 12..15 : rows m0+96 , cols k0..k0+3
+///   byte 16..31  : the same for rows m0+1, m0+33, m0+65, m0+97
+///   ...
+///   byte 496..511: rows m0+31, m0+63, m0+95, m0+127
+/// \endverbatim
+/// Positions with m >= M or k >= K/16 are padding and must hold 0x00: a GEMM reads them.
+#include "fp4fuse/config.cuh"
+
+#include <cuda/std/cstdint>
+
+namespace fp4fuse {
+
+/// Row-major [rows][scale_cols] scale tensor.
+/// \code
+/// fp4fuse::scale_layout_linear layout{M, K / 16};
+/// std::vector<uint8_t> scales(layout.size_bytes());
+/// scales[layout.offset(m, k / 16)] = sf;
+/// \endcode
+struct scale_layout_linear {
+  cuda::std::int64_t rows;
+  cuda::std::int64_t scale_cols;
+
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const { return rows; }
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return scale_cols; }
+  /// Bytes the scale tensor occupies.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return rows * scale_cols; }
+  /// Byte offset of scale (row, scale_col). Precondition: row < rows, scale_col < scale_cols.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
+    return row * scale_cols + scale_col;
+  }
+  /// Always false: this layout has no padding.
+  FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t, cuda::std::int64_t) const { return false; }
+};
+
+/// The 128x4 swizzled layout of cuBLASLt/CUTLASS (see the file comment for the picture).
+/// \code
+/// fp4fuse::scale_layout_swizzled_128x4 layout{M, K / 16};
+/// cudaMalloc(&scales, layout.size_bytes());  // M' * K' bytes, padding included
+/// \endcode
+struct scale_layout_swizzled_128x4 {
+  cuda::std::int64_t rows;
+  cuda::std::int64_t scale_cols;
+
+  static constexpr cuda::std::int64_t row_tile = 128;
+  static constexpr cuda::std::int64_t col_tile = 4;
+
+  /// M' = round_up(rows, 128).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
+    return (rows + row_tile - 1) / row_tile * row_tile;
+  }
+  /// K' = round_up(scale_cols, 4).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const {
+    return (scale_cols + col_tile - 1) / col_tile * col_tile;
+  }
+  /// M' * K' bytes.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
+  /// Byte offset of (row, scale_col), valid for the padded range row < M', scale_col < K'.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
+    return (row / 128) * (padded_cols() / 4) * 512 + (scale_col / 4) * 512 + (row % 32) * 16 +
+           ((row % 128) / 32) * 4 + (scale_col % 4);
+  }
+  /// True where (row, scale_col) lies in the padding (row >= rows or scale_col >= scale_cols).
+  FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
+    return row >= rows || scale_col >= scale_cols;
+  }
+};
+
+}  // namespace fp4fuse

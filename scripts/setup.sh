@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Sourced by the other scripts: makes sure nvcc, python3, Meson >= 1.1, Ninja and Catch2 exist,
+# installing what is missing (Debian packages and PyPI; needs root or sudo for apt-get).
+set -euo pipefail
+
+if ! command -v nvcc >/dev/null 2>&1; then
+  for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin /usr/local/cuda-12.9/bin /usr/local/cuda-12.8/bin; do
+    if [ -x "$d/nvcc" ]; then export PATH="$d:$PATH"; break; fi
+  done
+fi
+command -v nvcc >/dev/null 2>&1 || { echo "fp4fuse: nvcc not found; install the CUDA Toolkit 12.8+ first" >&2; exit 1; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+apt_updated=0
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "fp4fuse: please install: $*" >&2; exit 1
+  fi
+  if [ "$apt_updated" = 0 ]; then $SUDO apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip
+command -v pkg-config >/dev/null 2>&1 || apt_install pkg-config
+command -v ninja >/dev/null 2>&1 || apt_install ninja-build
+
+meson_ok() {
+  command -v meson >/dev/null 2>&1 &&
+    python3 -c "import sys; v=tuple(int(p) for p in sys.argv[1].split('.')[:2]); sys.exit(0 if v >= (1, 1) else 1)" "$(meson --version)"
+}
+if ! meson_ok; then
+  python3 -m pip install -q --disable-pip-version-check "meson==1.12.1" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages "meson==1.12.1"
+  hash -r
+  if ! meson_ok; then export PATH="$HOME/.local/bin:$PATH"; fi
+fi
+meson_ok || { echo "fp4fuse: could not install Meson >= 1.1" >&2; exit 1; }
+
+if [ "${FP4FUSE_NEED_CATCH2:-0}" = 1 ] && ! pkg-config --exists catch2; then
+  apt_install catch2
+fi
