@@ -176,8 +176,12 @@ TEST_CASE("nvfp4 [gpu]: device quantizers equal the host (te_exact exactly; vllm
     const fp4fuse::nvfp4_quantizer<fp4fuse::recipe::vllm> vl(S[b]);
     const fp4fuse::nvfp4_block_scale want_v = vl.block_scale(fp4fuse::nvfp4_block_amax(v));
     vllm_scale_bad += (out[b].scales >> 8) != want_v.code;
+    // rcp.approx.ftz is within 1 ulp of 1/x; two of them in a row, within 2.
     const std::int64_t ulps = std::llabs(static_cast<std::int64_t>(bits_of(out[b].mult_vllm)) -
                                          static_cast<std::int64_t>(bits_of(want_v.multiplier)));
+    if (vllm_mult_far < 5 && ulps > 2) {
+      UNSCOPED_INFO("vllm multiplier: S=" << S[b] << " device " << out[b].mult_vllm << " host " << want_v.multiplier);
+    }
     vllm_mult_differs += ulps != 0;
     vllm_mult_far += ulps > 2;
     // Given the device's multiplier, the host's encoder must produce the device's codes.

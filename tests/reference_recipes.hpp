@@ -45,13 +45,20 @@ inline block_result te_nvfp4(const float (&x)[16], float S) {
   return r;
 }
 
-/// vLLM with exact reciprocals: sf = e4m3(S * (amax * (1/6))); mult = sf ? 1 / (sf * (1/S)) : 0.
+/// vLLM's `rcp.approx.ftz` modelled as a correctly rounded reciprocal with subnormal inputs and
+/// results flushed to zero.
+inline float rcp_ftz(float x) {
+  auto flush = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; };
+  return flush(1.0f / flush(x));
+}
+
+/// vLLM: sf = e4m3(S * (amax * rcp(6))); mult = sf ? rcp(sf * rcp(S)) : 0.
 inline block_result vllm_nvfp4(const float (&x)[16], float S) {
   block_result r{};
   const float amax = amax_ignoring_nan(x);
-  r.scale = fp8(S * (amax * (1.0f / 6.0f)));
+  r.scale = fp8(S * (amax * rcp_ftz(6.0f)));
   const float sf = fp8_value(r.scale);
-  r.multiplier = sf != 0.0f ? 1.0f / (sf * (1.0f / S)) : 0.0f;
+  r.multiplier = sf != 0.0f ? rcp_ftz(sf * rcp_ftz(S)) : 0.0f;
   for (int i = 0; i < 16; ++i) r.codes[i] = fp4(x[i] * r.multiplier);
   return r;
 }

@@ -83,6 +83,63 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_to_half2_cvt(cuda::std::uint8_t byte) 
 }
 #endif
 
+#if FP4FUSE_DEVICE_PASS
+/// min that returns NaN if either input is NaN (PTX `min.NaN`, sm_80+).
+FP4FUSE_DEVICE float min_propagating_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+/// 2^23 + code(|y|) as a float, NaN for NaN y: the software encoder's arithmetic with the sign
+/// and NaN handling left to the caller. Three FMA-pipe operations and three min operations.
+FP4FUSE_DEVICE float e2m1_magnitude_code_magic(float y) {
+  constexpr float kRound = 8388608.0f;
+  const float v = fabsf(y);
+  const float lower = fmaf(v, 2.0f, kRound);
+  const float middle = v + (kRound + 2.0f);
+  const float upper = fminf(fmaf(v, 0.5f, kRound + 4.0f), kRound + 7.0f);
+  return min_propagating_nan(fminf(lower, middle), upper);
+}
+
+/// Packs four magnitude codes into the low 16 bits of a float's bit pattern with exact FMAs
+/// (2^23 + c0 + 16 c1 + 256 c2 + 4096 c3 < 2^24); NaN if any code is NaN.
+FP4FUSE_DEVICE float e2m1x4_pack_magic(float c0, float c1, float c2, float c3) {
+  constexpr float kRound = 8388608.0f;
+  float w = fmaf(c1 - kRound, 16.0f, c0);
+  w = fmaf(c2 - kRound, 256.0f, w);
+  return fmaf(c3 - kRound, 4096.0f, w);
+}
+
+/// The software encoder for eight values, arranged for the GPU's pipes: the codes are rounded and
+/// packed with FMA-pipe arithmetic, the signs added with integer multiply-adds; a NaN anywhere
+/// (rare) takes an exact per-element path. Bit-identical to `e2m1_encode_software` per nibble.
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_encode_software_device(const float (&v)[8]) {
+  float c[8];
+  FP4FUSE_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    c[i] = e2m1_magnitude_code_magic(v[i]);
+  }
+  const float lo = e2m1x4_pack_magic(c[0], c[1], c[2], c[3]);
+  const float hi = e2m1x4_pack_magic(c[4], c[5], c[6], c[7]);
+  if (lo != lo || hi != hi) {
+    cuda::std::uint32_t out = 0;
+    FP4FUSE_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
+    }
+    return out;
+  }
+  cuda::std::uint32_t out = __byte_perm(float_bits(lo), float_bits(hi), 0x5410);
+  FP4FUSE_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    // sign bit i -> bit 4i + 3, as a multiply-add (FMA pipe) rather than shifts and masks
+    out += __umulhi(float_bits(v[i]), 2u) * (1u << (4 * i + 3));
+  }
+  return out;
+}
+#endif
+
 /// Software decode of one nibble to f16 bits: E2M1 (bias 1) placed in f16's exponent/mantissa
 /// fields (bias 15) is the value times 2^-14; callers multiply by 2^14, exactly.
 FP4FUSE_HOST_DEVICE constexpr cuda::std::uint32_t e2m1_to_scaled_half_bits(cuda::std::uint32_t nibble) {
@@ -124,6 +181,8 @@ FP4FUSE_HOST_DEVICE cuda::std::uint8_t e2m1x2_encode(float lo, float hi) {
 FP4FUSE_HOST_DEVICE cuda::std::uint32_t e2m1x8_encode(const float (&v)[8]) {
 #if FP4FUSE_ARCH_HAS_E2M1_CVT
   return detail::e2m1x8_cvt(v);
+#elif FP4FUSE_DEVICE_PASS
+  return detail::e2m1x8_encode_software_device(v);
 #else
   cuda::std::uint32_t out = 0;
 FP4FUSE_UNROLL

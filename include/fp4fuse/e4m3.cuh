@@ -12,6 +12,8 @@
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
 
+#include <cuda_fp16.h>
+
 namespace fp4fuse {
 
 /// Portable E4M3 satfinite encoder, usable in constant expressions and on every target.
@@ -79,6 +81,13 @@ FP4FUSE_HOST_DEVICE cuda::std::uint16_t e4m3x2_encode(float lo, float hi) {
 /// static_assert(fp4fuse::e4m3_decode(0x7E) == 448.0f);
 /// \endcode
 FP4FUSE_HOST_DEVICE constexpr float e4m3_decode(cuda::std::uint8_t code) {
+#if FP4FUSE_ARCH_HAS_E4M3_CVT
+  if (!cuda::std::is_constant_evaluated()) {
+    // cvt.rn.f16x2.e4m3x2 gives 0x7FFF (positive NaN) for both NaN codes, like the toolkit.
+    const float f = __half2float(__ushort_as_half(static_cast<unsigned short>(detail::e4m3x2_to_half2_cvt(code) & 0xFFFFu)));
+    return f != f ? detail::bits_float(0x7FC00000u) : f;
+  }
+#endif
   const cuda::std::uint32_t sign = static_cast<cuda::std::uint32_t>(code & 0x80u) << 24;
   const cuda::std::uint32_t exponent = (code >> 3) & 0xFu;
   const cuda::std::uint32_t mantissa = code & 0x7u;

@@ -195,3 +195,19 @@ TEST_CASE("dequantize: invalid arguments are refused", "[quantize]") {
   CHECK(with([&](auto& a) { a.ld_output = 60; }) == fp4fuse::status::bad_leading_dimension);
   CHECK(with([&](auto& a) { a.ld_input = 30; }) == fp4fuse::status::bad_leading_dimension);
 }
+
+TEST_CASE("fast_divmod: exact quotients for every divisor shape the launchers use", "[quantize]") {
+  auto g = rng("divmod");
+  std::vector<std::uint32_t> divisors = {1, 2, 3, 4, 5, 7, 31, 32, 112, 127, 128, 129, 448, 1792, 65535, 65536, 1000003, 0x7FFFFFFFu};
+  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(g() % 0x7FFFFFFFu) + 1);
+  for (std::uint32_t d : divisors) {
+    const fp4fuse::detail::fast_divmod f(d);
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint32_t n = static_cast<std::uint32_t>(g() & 0x7FFFFFFFu);
+      REQUIRE(f.div(n) == n / d);
+    }
+    for (std::uint32_t n : {0u, d - 1, d, d + 1, 0x7FFFFFFFu, 0x7FFFFFFFu - (0x7FFFFFFFu % d)}) {
+      REQUIRE(f.div(n) == n / d);
+    }
+  }
+}

@@ -37,6 +37,11 @@ FP4FUSE_HOST_DEVICE constexpr float max_num(float a, float b) {
   return (a != a) ? b : (b != b) ? a : (b > a ? b : a);
 }
 FP4FUSE_HOST_DEVICE constexpr float abs_float(float x) {
+#if defined(__CUDA_ARCH__)
+  if (!cuda::std::is_constant_evaluated()) {
+    return fabsf(x);  // a free operand modifier on the GPU
+  }
+#endif
   return bits_float(float_bits(x) & 0x7FFFFFFFu);
 }
 

@@ -39,17 +39,22 @@ FP4FUSE_HOST_DEVICE float div_rn(float a, float b) {
 #endif
 }
 
-/// e^x. +Inf above 88.7228; +0 below -103.98; NaN -> NaN.
+/// min/max that keep a NaN operand (the host twin of PTX `min.NaN`/`max.NaN`).
+FP4FUSE_HOST_DEVICE float clamp_keep_nan(float x, float lo, float hi) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(lo));
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(r), "f"(hi));
+  return r;
+#else
+  return x != x ? x : (x < lo ? lo : (x > hi ? hi : x));
+#endif
+}
+
+/// e^x: NaN -> NaN, +Inf above 88.7228, +0 below -103.98 (the argument is clamped to
+/// [-104, 89], where the result already over- or underflows).
 FP4FUSE_HOST_DEVICE float exp_portable(float x) {
-  if (x != x) {
-    return x;
-  }
-  if (x > 88.72283935546875f) {
-    return bits_float(0x7F800000u);
-  }
-  if (x < -103.97908020019531f) {
-    return 0.0f;
-  }
+  x = clamp_keep_nan(x, -104.0f, 89.0f);
   constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
   const float shifted = fma_rn(x, 1.44269502162933349609f, kRoundMagic);
   const float n = add_rn(shifted, -kRoundMagic);  // round(x / ln 2), exact
@@ -64,11 +69,12 @@ FP4FUSE_HOST_DEVICE float exp_portable(float x) {
   p = fma_rn(p, r, 0.5f);
   p = fma_rn(p, r, 1.0f);
   p = fma_rn(p, r, 1.0f);
-  // Scale by 2^n in two normal steps so that n in [-150, 128] never overflows an exponent field.
-  const int ni = static_cast<int>(n);
-  const int half = ni / 2;
-  const float s1 = bits_float(static_cast<cuda::std::uint32_t>(half + 127) << 23);
-  const float s2 = bits_float(static_cast<cuda::std::uint32_t>(ni - half + 127) << 23);
+  // 2^n in two normal factors, n in [-150, 129]: the integer n is read off the magic sum's bits
+  // (no float-to-int conversion), and each factor's exponent field is built with a multiply-add.
+  const int ni = static_cast<int>(float_bits(shifted)) - static_cast<int>(float_bits(kRoundMagic));
+  const int half = ni >> 1;
+  const float s1 = bits_float(static_cast<cuda::std::uint32_t>(half) * (1u << 23) + (127u << 23));
+  const float s2 = bits_float(static_cast<cuda::std::uint32_t>(ni - half) * (1u << 23) + (127u << 23));
   return mul_rn(mul_rn(p, s1), s2);
 }
 

@@ -96,6 +96,28 @@ FP4FUSE_DEVICE void store_words(cuda::std::uint8_t* __restrict__ p, const cuda::
   }
 }
 
+/// n / d for a divisor fixed at launch, without a hardware divide: with s = ceil(log2 d) and
+/// m = floor(2^32 (2^s - d) / d) + 1, q = (umulhi(n, m) + n) >> s, exact for every n < 2^31
+/// (launchers keep grids below that, so the sum cannot overflow).
+struct fast_divmod {
+  cuda::std::uint32_t divisor = 1;
+  cuda::std::uint32_t multiplier = 1;
+  cuda::std::uint32_t shift = 0;
+
+  fast_divmod() = default;
+  explicit fast_divmod(cuda::std::uint32_t d) : divisor(d) {
+    while ((cuda::std::uint64_t(1) << shift) < d) ++shift;
+    multiplier = static_cast<cuda::std::uint32_t>(((cuda::std::uint64_t(1) << 32) * ((cuda::std::uint64_t(1) << shift) - d)) / d + 1);
+  }
+  FP4FUSE_HOST_DEVICE cuda::std::uint32_t div(cuda::std::uint32_t n) const {
+#if FP4FUSE_DEVICE_PASS
+    return (__umulhi(n, multiplier) + n) >> shift;
+#else
+    return static_cast<cuda::std::uint32_t>((((cuda::std::uint64_t(n) * multiplier) >> 32) + n) >> shift);
+#endif
+  }
+};
+
 inline bool is_aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }

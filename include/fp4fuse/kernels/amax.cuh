@@ -44,18 +44,30 @@ __global__ void __launch_bounds__(amax_threads) amax_kernel(const T* __restrict_
                                                             cuda::std::int64_t vecs_per_row, cuda::std::int64_t ld,
                                                             cuda::std::uint32_t* __restrict__ amax_bits) {
   constexpr int V = vec_elems<T>;
+  constexpr int kUnroll = 4;  // four 16-byte loads in flight per thread
   cuda::std::uint32_t local = 0;
   const cuda::std::int64_t total = rows * vecs_per_row;
-  for (cuda::std::int64_t i = blockIdx.x * cuda::std::int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += cuda::std::int64_t(gridDim.x) * blockDim.x) {
-    const cuda::std::int64_t row = i / vecs_per_row;
-    const cuda::std::int64_t v = i - row * vecs_per_row;
-    float x[V];
-    load_floats(in + row * ld + v * V, x);
+  const cuda::std::int64_t stride = cuda::std::int64_t(gridDim.x) * blockDim.x;
+  for (cuda::std::int64_t i0 = blockIdx.x * cuda::std::int64_t(blockDim.x) + threadIdx.x; i0 < total; i0 += kUnroll * stride) {
+    float x[kUnroll][V];
     FP4FUSE_UNROLL
-    for (int j = 0; j < V; ++j) {
-      const cuda::std::uint32_t k = magnitude_key<NanPolicy>(x[j]);
-      local = k > local ? k : local;
+    for (int u = 0; u < kUnroll; ++u) {
+      const cuda::std::int64_t i = i0 + u * stride;
+      if (i < total) {
+        const cuda::std::int64_t row = i / vecs_per_row;
+        load_floats(in + row * ld + (i - row * vecs_per_row) * V, x[u]);
+      } else {
+        FP4FUSE_UNROLL
+        for (int j = 0; j < V; ++j) x[u][j] = 0.0f;
+      }
+    }
+    FP4FUSE_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      FP4FUSE_UNROLL
+      for (int j = 0; j < V; ++j) {
+        const cuda::std::uint32_t k = magnitude_key<NanPolicy>(x[u][j]);
+        local = k > local ? k : local;
+      }
     }
   }
   using reduce_t = cub::BlockReduce<cuda::std::uint32_t, amax_threads>;

@@ -29,16 +29,15 @@ struct dequantize_args {
 namespace detail {
 
 template <class Format, class Layout, class Out>
-__global__ void __launch_bounds__(256) dequantize_kernel(dequantize_args<Out> a, Layout layout, cuda::std::uint32_t blocks_per_row,
-                                                         cuda::std::uint32_t total) {
+__global__ void __launch_bounds__(256) dequantize_kernel(dequantize_args<Out> a, Layout layout, fast_divmod blocks_per_row, cuda::std::uint32_t total) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
   const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) {
     return;
   }
-  const cuda::std::uint32_t row = idx / blocks_per_row;
-  const cuda::std::uint32_t col = idx - row * blocks_per_row;
+  const cuda::std::uint32_t row = blocks_per_row.div(idx);
+  const cuda::std::uint32_t col = idx - row * blocks_per_row.divisor;
   const float decode = Format::has_global_scale ? 1.0f / *a.global_encode_scale : 1.0f;
   const float scale = codec_t::scale_value(a.scales[layout.offset(row, col)]);
   const cuda::std::uint8_t* src = a.input + row * a.ld_input + col * (B / 2);
@@ -98,12 +97,12 @@ result dequantize(const dequantize_args<Out>& a, cudaStream_t stream = nullptr) 
   }
   if (a.rows == 0) return {};
   const cuda::std::int64_t blocks = a.cols / B;
-  if (a.rows * blocks >= (cuda::std::int64_t(1) << 32) - 256) return {status::bad_shape};
+  if (a.rows * blocks >= (cuda::std::int64_t(1) << 31) - 256) return {status::bad_shape};
   const auto total = static_cast<cuda::std::uint32_t>(a.rows * blocks);
   const Layout layout{a.rows, blocks};
   auto* kernel = &detail::dequantize_kernel<Format, Layout, Out>;
   if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, static_cast<cuda::std::uint32_t>(blocks), total);
+  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, detail::fast_divmod(static_cast<cuda::std::uint32_t>(blocks)), total);
   return detail::launch_result();
 }
 

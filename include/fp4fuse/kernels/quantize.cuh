@@ -30,28 +30,58 @@ struct quantize_args {
 
 namespace detail {
 
+/// Scale blocks per thread: two NVFP4 blocks (32 elements, like one MXFP4 block) so that the
+/// per-thread index math and per-tensor constants are amortised over as many elements.
+template <class Format>
+inline constexpr int blocks_per_thread = Format::block_size == 16 ? 2 : 1;
+
+/// Where a thread works: `row`, first scale column `col0` of its group of `blocks_per_thread`.
+struct thread_position {
+  cuda::std::uint32_t row, col0;
+};
+
+/// The thread's position in the padded scale extent, grouped by `group` columns; false when the
+/// thread has nothing to do.
+FP4FUSE_DEVICE bool locate(fast_divmod groups_per_row, cuda::std::uint32_t total, int group, thread_position& pos) {
+  const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= total) {
+    return false;
+  }
+  pos.row = groups_per_row.div(idx);
+  pos.col0 = (idx - pos.row * groups_per_row.divisor) * group;
+  return true;
+}
+
 template <class Format, class Layout, class T>
-__global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layout layout, cuda::std::uint32_t padded_cols,
+__global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layout layout, fast_divmod groups_per_row,
                                                        cuda::std::uint32_t total) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
-  const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= total) {
-    return;
-  }
-  const cuda::std::uint32_t row = idx / padded_cols;
-  const cuda::std::uint32_t col = idx - row * padded_cols;
-  cuda::std::uint8_t* scale_out = a.scales + layout.offset(row, col);
-  if (layout.is_padding(row, col)) {
-    *scale_out = 0;
+  constexpr int P = blocks_per_thread<Format>;
+  thread_position pos;
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
   const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
-  float x[B];
-  load_floats(a.input + row * a.ld_input + col * B, x);
-  cuda::std::uint32_t words[codec_t::words_per_block];
-  *scale_out = codec.quantize(x, words);
-  store_words(a.output + row * a.ld_output + col * (B / 2), words);
+  const T* in = a.input + pos.row * a.ld_input;
+  cuda::std::uint8_t* out = a.output + pos.row * a.ld_output;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = pos.col0 + p;
+    if (col >= layout.padded_cols()) {
+      break;  // odd number of columns in a layout without column padding
+    }
+    cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
+    if (layout.is_padding(pos.row, col)) {
+      *scale_out = 0;
+      continue;
+    }
+    float x[B];
+    load_floats(in + col * B, x);
+    cuda::std::uint32_t words[codec_t::words_per_block];
+    *scale_out = codec.quantize(x, words);
+    store_words(out + col * (B / 2), words);
+  }
 }
 
 /// Shared validation of the packed output and scales; `cols` is the quantized width.
@@ -93,14 +123,16 @@ inline result validate_input(const T* input, cuda::std::int64_t ld_input, cuda::
   return {};
 }
 
-/// Grid extent over the layout's padded scale positions; bad_shape if it exceeds 32-bit indexing.
+/// Grid extent: threads over the layout's padded scale positions in groups of `group` columns;
+/// bad_shape if it exceeds 31-bit indexing.
 template <class Layout>
-inline result grid_extent(const Layout& layout, cuda::std::uint32_t& padded_cols, cuda::std::uint32_t& total) {
-  const cuda::std::int64_t t = layout.padded_rows() * layout.padded_cols();
-  if (t >= (cuda::std::int64_t(1) << 32) - 256) {
+inline result grid_extent(const Layout& layout, int group, cuda::std::uint32_t& groups_per_row, cuda::std::uint32_t& total) {
+  const cuda::std::int64_t groups = (layout.padded_cols() + group - 1) / group;
+  const cuda::std::int64_t t = layout.padded_rows() * groups;
+  if (t >= (cuda::std::int64_t(1) << 31) - 256 || layout.padded_cols() >= (cuda::std::int64_t(1) << 31)) {
     return {status::bad_shape};
   }
-  padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
+  groups_per_row = static_cast<cuda::std::uint32_t>(groups);
   total = static_cast<cuda::std::uint32_t>(t);
   return {};
 }
@@ -126,11 +158,11 @@ result quantize(const quantize_args<T>& a, cudaStream_t stream = nullptr) {
     return {};
   }
   const Layout layout{a.rows, a.cols / Format::block_size};
-  cuda::std::uint32_t padded_cols = 0, total = 0;
-  if (result r = detail::grid_extent(layout, padded_cols, total); !r) return r;
+  cuda::std::uint32_t groups_per_row = 0, total = 0;
+  if (result r = detail::grid_extent(layout, detail::blocks_per_thread<Format>, groups_per_row, total); !r) return r;
   auto* kernel = &detail::quantize_kernel<Format, Layout, T>;
   if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, padded_cols, total);
+  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, detail::fast_divmod(groups_per_row), total);
   return detail::launch_result();
 }
 

@@ -84,39 +84,46 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
 
 template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
 __global__ void __launch_bounds__(256) swiglu_quantize_kernel(swiglu_args<T> a, Layout layout, Activation act,
-                                                              cuda::std::uint32_t padded_cols, cuda::std::uint32_t total) {
+                                                              fast_divmod groups_per_row, cuda::std::uint32_t total) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
-  const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= total) {
-    return;
-  }
-  const cuda::std::uint32_t row = idx / padded_cols;
-  const cuda::std::uint32_t col = idx - row * padded_cols;
-  cuda::std::uint8_t* scale_out = a.scales + layout.offset(row, col);
-  if (layout.is_padding(row, col)) {
-    *scale_out = 0;
+  constexpr int P = blocks_per_thread<Format>;
+  thread_position pos;
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
   const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
-  float gate[B], up[B], h[B];
-  load_gate_up<GateUp>(a.input + row * a.ld_input, static_cast<cuda::std::int64_t>(col) * B, a.cols, gate, up);
-  activate<Intermediate>(act, gate, up, h);
-  cuda::std::uint32_t words[codec_t::words_per_block];
-  *scale_out = codec.quantize(h, words);
-  store_words(static_cast<cuda::std::uint8_t*>(a.output) + row * a.ld_output + col * (B / 2), words);
+  const T* in = a.input + pos.row * a.ld_input;
+  cuda::std::uint8_t* out = static_cast<cuda::std::uint8_t*>(a.output) + pos.row * a.ld_output;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = pos.col0 + p;
+    if (col >= layout.padded_cols()) {
+      break;
+    }
+    cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
+    if (layout.is_padding(pos.row, col)) {
+      *scale_out = 0;
+      continue;
+    }
+    float gate[B], up[B], h[B];
+    load_gate_up<GateUp>(in, static_cast<cuda::std::int64_t>(col) * B, a.cols, gate, up);
+    activate<Intermediate>(act, gate, up, h);
+    cuda::std::uint32_t words[codec_t::words_per_block];
+    *scale_out = codec.quantize(h, words);
+    store_words(out + col * (B / 2), words);
+  }
 }
 
 template <class Out, class GateUp, class Activation, class T>
-__global__ void __launch_bounds__(256) swiglu_kernel(swiglu_args<T> a, Activation act, cuda::std::uint32_t chunks_per_row,
-                                                     cuda::std::uint32_t total) {
+__global__ void __launch_bounds__(256) swiglu_kernel(swiglu_args<T> a, Activation act, fast_divmod chunks_per_row, cuda::std::uint32_t total) {
   constexpr int N = 16;
   const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) {
     return;
   }
-  const cuda::std::uint32_t row = idx / chunks_per_row;
-  const cuda::std::uint32_t col = idx - row * chunks_per_row;
+  const cuda::std::uint32_t row = chunks_per_row.div(idx);
+  const cuda::std::uint32_t col = idx - row * chunks_per_row.divisor;
   float gate[N], up[N], h[N];
   load_gate_up<GateUp>(a.input + row * a.ld_input, static_cast<cuda::std::int64_t>(col) * N, a.cols, gate, up);
   activate<intermediate::fp32>(act, gate, up, h);
@@ -162,11 +169,11 @@ result swiglu_quantize(const swiglu_args<T>& a, Activation act, cudaStream_t str
     return {};
   }
   const Layout layout{a.rows, a.cols / Format::block_size};
-  cuda::std::uint32_t padded_cols = 0, total = 0;
-  if (result r = detail::grid_extent(layout, padded_cols, total); !r) return r;
+  cuda::std::uint32_t groups_per_row = 0, total = 0;
+  if (result r = detail::grid_extent(layout, detail::blocks_per_thread<Format>, groups_per_row, total); !r) return r;
   auto* kernel = &detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, T>;
   if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, act, padded_cols, total);
+  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, act, detail::fast_divmod(groups_per_row), total);
   return detail::launch_result();
 }
 
@@ -189,11 +196,11 @@ result swiglu(const swiglu_args<T>& a, Activation act, cudaStream_t stream = nul
   if (a.ld_output < a.cols || a.ld_output % detail::vec_elems<Out> != 0) return {status::bad_leading_dimension};
   if (a.rows == 0) return {};
   const cuda::std::int64_t chunks = a.cols / 16;
-  if (a.rows * chunks >= (cuda::std::int64_t(1) << 32) - 256) return {status::bad_shape};
+  if (a.rows * chunks >= (cuda::std::int64_t(1) << 31) - 256) return {status::bad_shape};
   const auto total = static_cast<cuda::std::uint32_t>(a.rows * chunks);
   auto* kernel = &detail::swiglu_kernel<Out, GateUp, Activation, T>;
   if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, act, static_cast<cuda::std::uint32_t>(chunks), total);
+  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, act, detail::fast_divmod(static_cast<cuda::std::uint32_t>(chunks)), total);
   return detail::launch_result();
 }
 
