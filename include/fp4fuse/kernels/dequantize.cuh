@@ -17,6 +17,7 @@ namespace fp4fuse {
 template <class Out>
 struct dequantize_args {
   const cuda::std::uint8_t* input = nullptr;   ///< packed E2M1 [rows, ld_input]; 8-byte (NVFP4) / 16-byte (MXFP4) aligned
+  /// M, >= 0 (0: nothing is launched).
   cuda::std::int64_t rows = 0;
   cuda::std::int64_t cols = 0;                 ///< K (elements), a multiple of the block size
   cuda::std::int64_t ld_input = 0;             ///< bytes

@@ -30,10 +30,20 @@ struct quantize_args {
 
 namespace detail {
 
-/// Scale blocks per thread: two NVFP4 blocks (32 elements, like one MXFP4 block) so that the
-/// per-thread index math and per-tensor constants are amortised over as many elements.
+/// Scale blocks per thread. Measured on the H200 (bench/RESULTS.md): one NVFP4 block per thread
+/// beats two (65% vs 48% of copy bandwidth on [16384, 7168]): two blocks need 72-96 registers,
+/// and the lost occupancy costs more than the amortised index math saves. The macros are tuning
+/// knobs for such experiments, not API.
+#if !defined(FP4FUSE_NVFP4_BLOCKS_PER_THREAD)
+#  define FP4FUSE_NVFP4_BLOCKS_PER_THREAD 1
+#endif
+/// Minimum resident CTAs per SM in the quantize and swiglu_quantize kernels' `__launch_bounds__`
+/// (default 1); a tuning knob like FP4FUSE_NVFP4_BLOCKS_PER_THREAD, not API.
+#if !defined(FP4FUSE_MIN_CTAS_PER_SM)
+#  define FP4FUSE_MIN_CTAS_PER_SM 1
+#endif
 template <class Format>
-inline constexpr int blocks_per_thread = Format::block_size == 16 ? 2 : 1;
+inline constexpr int blocks_per_thread = Format::block_size == 16 ? FP4FUSE_NVFP4_BLOCKS_PER_THREAD : 1;
 
 /// Where a thread works: `row`, first scale column `col0` of its group of `blocks_per_thread`.
 struct thread_position {
@@ -53,7 +63,7 @@ FP4FUSE_DEVICE bool locate(fast_divmod groups_per_row, cuda::std::uint32_t total
 }
 
 template <class Format, class Layout, class T>
-__global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layout layout, fast_divmod groups_per_row,
+__global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) quantize_kernel(quantize_args<T> a, Layout layout, fast_divmod groups_per_row,
                                                        cuda::std::uint32_t total) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
@@ -62,9 +72,21 @@ __global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layou
   if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
   const T* in = a.input + pos.row * a.ld_input;
   cuda::std::uint8_t* out = a.output + pos.row * a.ld_output;
+  // All loads first: the stores below may alias the input as far as the compiler knows, so loads
+  // issued after them would wait, leaving one block in flight per thread.
+  bool valid[P];
+  float x[P][B];
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
+    valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
+    if (valid[p]) {
+      load_floats(in + (pos.col0 + p) * B, x[p]);
+    }
+  }
+  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
     const cuda::std::uint32_t col = pos.col0 + p;
@@ -72,14 +94,12 @@ __global__ void __launch_bounds__(256) quantize_kernel(quantize_args<T> a, Layou
       break;  // odd number of columns in a layout without column padding
     }
     cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
-    if (layout.is_padding(pos.row, col)) {
+    if (!valid[p]) {
       *scale_out = 0;
       continue;
     }
-    float x[B];
-    load_floats(in + col * B, x);
     cuda::std::uint32_t words[codec_t::words_per_block];
-    *scale_out = codec.quantize(x, words);
+    *scale_out = codec.quantize(x[p], words);
     store_words(out + col * (B / 2), words);
   }
 }

@@ -37,6 +37,8 @@ struct swiglu_args {
   cuda::std::int64_t cols = 0;                 ///< I, a multiple of the block size (16 for compact output)
   cuda::std::int64_t ld_input = 0;             ///< >= 2I, a multiple of 16 bytes / sizeof(T)
   void* output = nullptr;                      ///< packed E2M1 [rows, ld_output bytes], or compact [rows, ld_output elements]
+  /// Output leading dimension: bytes for packed FP4 (>= I/2, a multiple of 8 NVFP4 / 16 MXFP4),
+  /// elements for `swiglu` (>= I, a multiple of 16 bytes / sizeof(Out)).
   cuda::std::int64_t ld_output = 0;
   cuda::std::uint8_t* scales = nullptr;        ///< quantizing variants only
   const float* global_encode_scale = nullptr;  ///< NVFP4 only
@@ -83,7 +85,7 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
 }
 
 template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
-__global__ void __launch_bounds__(256) swiglu_quantize_kernel(swiglu_args<T> a, Layout layout, Activation act,
+__global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) swiglu_quantize_kernel(swiglu_args<T> a, Layout layout, Activation act,
                                                               fast_divmod groups_per_row, cuda::std::uint32_t total) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
@@ -92,9 +94,20 @@ __global__ void __launch_bounds__(256) swiglu_quantize_kernel(swiglu_args<T> a, 
   if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
   const T* in = a.input + pos.row * a.ld_input;
   cuda::std::uint8_t* out = static_cast<cuda::std::uint8_t*>(a.output) + pos.row * a.ld_output;
+  // All loads before any store (see quantize_kernel).
+  bool valid[P];
+  float gate[P][B], up[P][B];
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
+    valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
+    if (valid[p]) {
+      load_gate_up<GateUp>(in, static_cast<cuda::std::int64_t>(pos.col0 + p) * B, a.cols, gate[p], up[p]);
+    }
+  }
+  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
     const cuda::std::uint32_t col = pos.col0 + p;
@@ -102,13 +115,12 @@ __global__ void __launch_bounds__(256) swiglu_quantize_kernel(swiglu_args<T> a, 
       break;
     }
     cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
-    if (layout.is_padding(pos.row, col)) {
+    if (!valid[p]) {
       *scale_out = 0;
       continue;
     }
-    float gate[B], up[B], h[B];
-    load_gate_up<GateUp>(in, static_cast<cuda::std::int64_t>(col) * B, a.cols, gate, up);
-    activate<Intermediate>(act, gate, up, h);
+    float h[B];
+    activate<Intermediate>(act, gate[p], up[p], h);
     cuda::std::uint32_t words[codec_t::words_per_block];
     *scale_out = codec.quantize(h, words);
     store_words(out + col * (B / 2), words);
