@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sourced by the other scripts: makes sure nvcc, python3, Meson >= 1.1, Ninja and Catch2 exist,
-# installing what is missing (Debian packages and PyPI; needs root or sudo for apt-get).
+# Sourced by the other scripts: makes sure nvcc, python3, Meson >= 1.1, Ninja, Catch2 and (for the
+# consumers suite) CMake and Doxygen exist, installing what is missing (Debian packages and PyPI;
+# needs root or sudo for apt-get).
 set -euo pipefail
 
 if ! command -v nvcc >/dev/null 2>&1; then
@@ -39,4 +40,10 @@ meson_ok || { echo "fp4fuse: could not install Meson >= 1.1" >&2; exit 1; }
 
 if [ "${FP4FUSE_NEED_CATCH2:-0}" = 1 ] && ! pkg-config --exists catch2; then
   apt_install catch2
+fi
+
+# The 'consumers' test suite builds a CMake consumer and the Doxygen API reference.
+if [ "${FP4FUSE_NEED_CONSUMER_TOOLS:-0}" = 1 ]; then
+  command -v cmake >/dev/null 2>&1 || apt_install cmake
+  command -v doxygen >/dev/null 2>&1 || apt_install doxygen
 fi

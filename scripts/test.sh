@@ -3,7 +3,7 @@
 # Extra arguments go to `meson test` (e.g. --suite cpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FP4FUSE_NEED_CATCH2=1 source scripts/setup.sh
+FP4FUSE_NEED_CATCH2=1 FP4FUSE_NEED_CONSUMER_TOOLS=1 source scripts/setup.sh
 
 build=build/test
 if [ -d "$build" ]; then

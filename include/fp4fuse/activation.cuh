@@ -17,6 +17,8 @@ namespace fp4fuse::activation {
 
 /// SwiGLU: silu(g) * u with silu(g) = g / (1 + e^-g) (IEEE division).
 struct silu {
+  /// (gate / (1 + exp(-gate))) * up; the add, the division and the product each rounded once in
+  /// fp32, exp from the portable implementation (about 1 ulp).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     return detail::mul_rn(detail::div_rn(gate, detail::add_rn(1.0f, detail::exp_portable(-gate))), up);
   }
@@ -26,8 +28,12 @@ struct silu {
 /// out = (g * sigmoid(alpha * g)) * (u + 1). NaN inputs propagate (as torch.clamp does).
 /// Defaults are GPT-OSS's alpha = 1.702, limit = 7.
 struct swiglu_clamped {
+  /// Sigmoid slope: the activation uses sigmoid(alpha * g).
   float alpha = 1.702f;
+  /// Clamp bound: gate is clamped above at `limit`, up to [-limit, limit].
   float limit = 7.0f;
+  /// (g * sigmoid(alpha * g)) * (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit); fp32,
+  /// each product rounded once; NaN inputs propagate.
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const float g = gate > limit ? limit : gate;
     const float u = up > limit ? limit : (up < -limit ? -limit : up);
@@ -39,6 +45,7 @@ struct swiglu_clamped {
 /// GeGLU with the tanh GELU: gelu(g) * u, gelu(g) = g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3))
 /// (the identity 0.5 (1 + tanh z) = sigmoid(2z) avoids tanh's cancellation near 0).
 struct gelu_tanh {
+  /// (gate * sigmoid(1.5957691 * (gate + 0.044715 gate^3))) * up in fp32 (tanh GELU of gate times up).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const float cubic = detail::fma_rn(detail::mul_rn(0.044715f, detail::mul_rn(gate, gate)), gate, gate);
     const float z = detail::mul_rn(1.5957691216057308f, cubic);

@@ -17,6 +17,8 @@
 #  error "fp4fuse needs CUDA 12.8 or newer: it relies on cuda_fp4.h and on the E2M1 conversion instructions of PTX 8.7."
 #endif
 
+/// The C++ standard the host compiler implements (`_MSVC_LANG` under MSVC, `__cplusplus`
+/// elsewhere); the C++17 check below compares it with 201703L.
 #if defined(_MSVC_LANG)
 #  define FP4FUSE_CPLUSPLUS _MSVC_LANG
 #else
@@ -58,18 +60,23 @@
 //   tested for definition.
 // FP4FUSE_ARCH_HAS_E4M3_CVT: `cvt.rn.satfinite.e4m3x2.f32` and `cvt.rn.f16x2.e4m3x2`, sm_89+.
 // ---------------------------------------------------------------------------------------------
+/// 1 in nvcc's device passes (`__CUDA_ARCH__` defined), 0 in the host pass.
 #if defined(__CUDA_ARCH__)
 #  define FP4FUSE_DEVICE_PASS 1
 #else
 #  define FP4FUSE_DEVICE_PASS 0
 #endif
 
+/// 1 in device passes whose target has the E2M1 and UE8M0 `cvt` instructions (family- or
+/// arch-specific targets of compute capability 10.0 and above: sm_100a/f, sm_103a, sm_110a/f,
+/// sm_120a/f, sm_121a); 0 on the host and on every other target, including sm_90a.
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FAMILY_SPECIFIC__) && (__CUDA_ARCH_FAMILY_SPECIFIC__ >= 1000)
 #  define FP4FUSE_ARCH_HAS_E2M1_CVT 1
 #else
 #  define FP4FUSE_ARCH_HAS_E2M1_CVT 0
 #endif
 
+/// 1 in device passes for sm_89 and later (E4M3 `cvt` instructions); 0 on the host and on sm_80.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
 #  define FP4FUSE_ARCH_HAS_E4M3_CVT 1
 #else

@@ -19,21 +19,29 @@ namespace format {
 /// NVFP4: 16-element blocks, E4M3 scales, a per-tensor FP32 scale.
 template <class Recipe = recipe::te_exact>
 struct nvfp4 {
+  /// The block-scale recipe: `recipe::te_exact` (default) or `recipe::vllm`.
   using recipe_type = Recipe;
+  /// Elements per block: 16.
   static constexpr int block_size = nvfp4_block_size;
+  /// True: NVFP4 values are also scaled by the per-tensor FP32 scale S.
   static constexpr bool has_global_scale = true;
 };
 
 /// MXFP4: 32-element blocks, UE8M0 scales, no tensor scale.
 template <class Recipe = recipe::mx_ocp>
 struct mxfp4 {
+  /// The block-scale recipe: `recipe::mx_ocp` (default) or `recipe::mx_round_up`.
   using recipe_type = Recipe;
+  /// Elements per block: 32.
   static constexpr int block_size = mxfp4_block_size;
+  /// False: MXFP4 has no tensor scale.
   static constexpr bool has_global_scale = false;
 };
 
 }  // namespace format
 
+/// Turns one block of floats into packed E2M1 words and a scale byte for `Format`
+/// (`format::nvfp4<Recipe>` or `format::mxfp4<Recipe>`); the specialisations below define it.
 template <class Format>
 class block_codec;
 
@@ -41,9 +49,13 @@ class block_codec;
 template <class Recipe>
 class block_codec<format::nvfp4<Recipe>> {
  public:
+  /// Elements per block: 16.
   static constexpr int block_size = 16;
+  /// 32-bit words per block: 2 (elements 0-7, 8-15; element i in bits 4(i%8)+3..4(i%8)).
   static constexpr int words_per_block = 2;
 
+  /// Builds `nvfp4_quantizer<Recipe>(global_encode_scale)`.
+  /// \param global_encode_scale S, finite and positive, e.g. from `nvfp4_global_encode_scale`.
   FP4FUSE_HOST_DEVICE explicit block_codec(float global_encode_scale) : quantizer_(global_encode_scale) {}
 
   /// Quantizes x (amax ignoring NaN) into two words (elements 0-7, 8-15); returns the E4M3 scale.
@@ -67,12 +79,16 @@ class block_codec<format::nvfp4<Recipe>> {
 template <class Recipe>
 class block_codec<format::mxfp4<Recipe>> {
  public:
+  /// Elements per block: 32.
   static constexpr int block_size = 32;
+  /// 32-bit words per block: 4 (element i in bits 4(i%8)+3..4(i%8) of word i/8).
   static constexpr int words_per_block = 4;
 
   /// MX has no tensor scale: the argument is ignored.
   FP4FUSE_HOST_DEVICE explicit block_codec(float = 1.0f) {}
 
+  /// Quantizes x with `mxfp4_quantizer<Recipe>` (amax from `propagating_amax`) into four words
+  /// (elements 0-7, 8-15, 16-23, 24-31); returns the UE8M0 scale, 0xFF if x holds a NaN or Inf.
   FP4FUSE_HOST_DEVICE cuda::std::uint8_t quantize(const float (&x)[32], cuda::std::uint32_t (&words)[4]) const {
     const mxfp4_quantizer<Recipe> q;
     const mxfp4_block b = q.encode(x, q.block_scale(propagating_amax(x)));
@@ -82,7 +98,9 @@ class block_codec<format::mxfp4<Recipe>> {
     }
     return b.scale;
   }
+  /// Always 1: MX has no tensor scale.
   FP4FUSE_HOST_DEVICE float decode_scale() const { return 1.0f; }
+  /// Decoded block scale: 2^(code - 127), NaN for 0xFF (`ue8m0_decode`).
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return ue8m0_decode(code); }
 };
 

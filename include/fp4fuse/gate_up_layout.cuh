@@ -15,13 +15,22 @@
 
 namespace fp4fuse::gate_up {
 
+/// Gate half first: output column c reads gate column c and up column I + c.
+/// \code
+/// static_assert(fp4fuse::gate_up::split_gate_first::up_col(3, 512) == 515);
+/// \endcode
 struct split_gate_first {
+  /// Input column of output column c's gate value: c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t I) { return c; }
+  /// Input column of output column c's up value: I + c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
 };
 
+/// Up half first: output column c reads gate column I + c and up column c.
 struct split_up_first {
+  /// Input column of output column c's gate value: I + c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
+  /// Input column of output column c's up value: c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t I) { return c; }
 };
 
@@ -29,10 +38,16 @@ struct split_up_first {
 template <int G>
 struct interleaved {
   static_assert(G >= 1 && G <= 64 && (G & (G - 1)) == 0, "gate_up::interleaved<G>: G must be a power of two, 1..64");
+  /// G, the width of a gate or up granule in columns.
   static constexpr int granule = G;
+  /// Input column of output column c's gate value: 2G*(c/G) + c%G (I is not used).
+  /// \code
+  /// static_assert(fp4fuse::gate_up::interleaved<8>::gate_col(9, 0) == 17);
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t) {
     return 2 * G * (c / G) + c % G;
   }
+  /// Input column of output column c's up value: 2G*(c/G) + G + c%G (I is not used).
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t) {
     return 2 * G * (c / G) + G + c % G;
   }

@@ -23,13 +23,17 @@ inline constexpr int mxfp4_block_size = 32;
 
 /// One block's UE8M0 scale byte and the exact multiplier 2^(127 - code) applied to elements.
 struct mxfp4_block_scale {
+  /// UE8M0 byte: the block scale is 2^(code - 127); 0xFF is NaN.
   cuda::std::uint8_t code;
+  /// 2^(127 - code), exact; NaN for code 0xFF.
   float multiplier;
 };
 
 /// One quantized block: element i in bits 4(i%8)+3..4(i%8) of `packed[i/8]`, and the UE8M0 byte.
 struct mxfp4_block {
+  /// Element i in bits 4(i%8)+3..4(i%8) of packed[i/8] (packed order when stored little-endian).
   cuda::std::uint32_t packed[4];
+  /// The UE8M0 scale byte.
   cuda::std::uint8_t scale;
 };
 
@@ -57,6 +61,9 @@ FP4FUSE_HOST_DEVICE constexpr float mx_multiplier(cuda::std::uint8_t code) {
 }
 }  // namespace detail
 
+/// MXFP4 block quantizer for `Recipe`: `recipe::mx_ocp` (default) or `recipe::mx_round_up`; any
+/// other recipe fails a static_assert. Stateless. Each specialisation has `block_scale(amax)`,
+/// `encode(x, scale)` and `quantize(x)` (32 floats -> `mxfp4_block`).
 template <class Recipe = recipe::mx_ocp>
 class mxfp4_quantizer {
   static_assert(sizeof(Recipe) == 0, "mxfp4_quantizer: use recipe::mx_ocp or recipe::mx_round_up");
@@ -92,6 +99,12 @@ FP4FUSE_UNROLL
 template <>
 class mxfp4_quantizer<recipe::mx_ocp> : public detail::mxfp4_quantizer_base<mxfp4_quantizer<recipe::mx_ocp>> {
  public:
+  /// Scale of a block whose largest magnitude is `block_amax` (sign ignored): code =
+  /// max(biased_exponent(amax) - 2, 0), i.e. 2^(floor(log2 amax) - 2), 0x00 for amax < 2^-124;
+  /// NaN or Inf -> 0xFF. The multiplier is 2^(127 - code).
+  /// \code
+  /// fp4fuse::mxfp4_block_scale s = fp4fuse::mxfp4_quantizer<>{}.block_scale(6.0f);  // code 127, multiplier 1
+  /// \endcode
   FP4FUSE_HOST_DEVICE mxfp4_block_scale block_scale(float block_amax) const {
     const cuda::std::uint32_t magnitude = detail::float_bits(block_amax) & 0x7FFFFFFFu;
     const cuda::std::uint32_t exponent = magnitude >> 23;
@@ -106,6 +119,12 @@ template <>
 class mxfp4_quantizer<recipe::mx_round_up>
     : public detail::mxfp4_quantizer_base<mxfp4_quantizer<recipe::mx_round_up>> {
  public:
+  /// Scale of a block whose largest magnitude is `block_amax` (sign ignored): code =
+  /// ue8m0_encode(amax / 6, ue8m0_rounding::up) with IEEE division, the smallest power of two
+  /// >= amax / 6; NaN or Inf -> 0xFF. The multiplier is 2^(127 - code).
+  /// \code
+  /// auto s = fp4fuse::mxfp4_quantizer<fp4fuse::recipe::mx_round_up>{}.block_scale(7.0f);  // code 128 (2)
+  /// \endcode
   FP4FUSE_HOST_DEVICE mxfp4_block_scale block_scale(float block_amax) const {
     const cuda::std::uint32_t magnitude = detail::float_bits(block_amax) & 0x7FFFFFFFu;
     const cuda::std::uint8_t code =

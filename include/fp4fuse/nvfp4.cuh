@@ -38,14 +38,18 @@ inline constexpr int nvfp4_block_size = 16;
 /// One block's scale: the E4M3 byte stored in the scale tensor, and the multiplier applied to
 /// each element before E2M1 encoding.
 struct nvfp4_block_scale {
+  /// E4M3 byte stored in the scale tensor.
   cuda::std::uint8_t code;
+  /// Factor applied to each element before E2M1 encoding (recipe-specific, see recipe.cuh).
   float multiplier;
 };
 
 /// One quantized block: element i in bits 4i+3..4i of `packed` (memory order when stored
 /// little-endian), and the E4M3 scale byte.
 struct nvfp4_block {
+  /// Element i in bits 4i+3..4i (packed order when stored little-endian).
   cuda::std::uint64_t packed;
+  /// The E4M3 scale byte.
   cuda::std::uint8_t scale;
 };
 
@@ -134,6 +138,9 @@ FP4FUSE_UNROLL
 template <>
 class nvfp4_quantizer<recipe::vllm> {
  public:
+  /// Precomputes rcp(S) (`rcp.approx.ftz.f32` on the device, IEEE 1/x with flush-to-zero on the
+  /// host) and 1/S (IEEE).
+  /// \param global_encode_scale S, e.g. from `nvfp4_global_encode_scale(tensor_amax)`.
   FP4FUSE_HOST_DEVICE explicit nvfp4_quantizer(float global_encode_scale)
       : encode_scale_(global_encode_scale),
         decode_scale_rcp_(detail::reciprocal_approx_ftz(global_encode_scale)),
@@ -147,10 +154,15 @@ class nvfp4_quantizer<recipe::vllm> {
     return {code, multiplier};
   }
 
+  /// Encodes 16 elements with a scale from `block_scale`: nibble i = e2m1(x[i] * s.multiplier).
   FP4FUSE_HOST_DEVICE cuda::std::uint64_t encode(const float (&x)[nvfp4_block_size], nvfp4_block_scale s) const {
     return nvfp4_quantizer<recipe::te_exact>::encode_scaled(x, s.multiplier);
   }
 
+  /// amax (ignoring NaN), scale and encoding of one block.
+  /// \code
+  /// fp4fuse::nvfp4_block b = fp4fuse::nvfp4_quantizer<fp4fuse::recipe::vllm>(S).quantize(x);  // x: float[16]
+  /// \endcode
   FP4FUSE_HOST_DEVICE nvfp4_block quantize(const float (&x)[nvfp4_block_size]) const {
     const nvfp4_block_scale s = block_scale(nvfp4_block_amax(x));
     return {encode(x, s), s.code};

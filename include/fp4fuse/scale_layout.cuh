@@ -36,10 +36,14 @@ namespace fp4fuse {
 /// scales[layout.offset(m, k / 16)] = sf;
 /// \endcode
 struct scale_layout_linear {
+  /// M, the rows of the quantized matrix.
   cuda::std::int64_t rows;
+  /// K / block size (16 NVFP4, 32 MXFP4): scale columns per row.
   cuda::std::int64_t scale_cols;
 
+  /// Rows of the scale tensor: `rows` (no padding).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const { return rows; }
+  /// Columns of the scale tensor: `scale_cols` (no padding).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return scale_cols; }
   /// Bytes the scale tensor occupies.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return rows * scale_cols; }
@@ -57,10 +61,14 @@ struct scale_layout_linear {
 /// cudaMalloc(&scales, layout.size_bytes());  // M' * K' bytes, padding included
 /// \endcode
 struct scale_layout_swizzled_128x4 {
+  /// M, the rows of the quantized matrix (unpadded).
   cuda::std::int64_t rows;
+  /// K / block size (16 NVFP4, 32 MXFP4): scale columns per row (unpadded).
   cuda::std::int64_t scale_cols;
 
+  /// Rows per tile: `rows` is padded to a multiple of 128.
   static constexpr cuda::std::int64_t row_tile = 128;
+  /// Scale columns per tile: `scale_cols` is padded to a multiple of 4.
   static constexpr cuda::std::int64_t col_tile = 4;
 
   /// M' = round_up(rows, 128).
