@@ -35,6 +35,31 @@ FP4FUSE_HOST_DEVICE __half from_float<__half>(float v) { return __float2half_rn(
 template <>
 FP4FUSE_HOST_DEVICE float from_float<float>(float v) { return v; }
 
+// Cache hints for data each kernel touches exactly once (tuning knobs, not API): streaming
+// (evict-first) loads and stores by default.
+#if !defined(FP4FUSE_STREAMING_LOADS)
+#  define FP4FUSE_STREAMING_LOADS 1
+#endif
+#if !defined(FP4FUSE_STREAMING_STORES)
+#  define FP4FUSE_STREAMING_STORES 1
+#endif
+template <class V>
+FP4FUSE_DEVICE V load_once(const V* p) {
+#if FP4FUSE_STREAMING_LOADS
+  return __ldcs(p);
+#else
+  return *p;
+#endif
+}
+template <class V>
+FP4FUSE_DEVICE void store_once(V* p, V v) {
+#if FP4FUSE_STREAMING_STORES
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+
 /// Unpacks one 32-bit word of two 16-bit elements (or one float) into floats.
 FP4FUSE_DEVICE void unpack_word(cuda::std::uint32_t w, __nv_bfloat16, float* out) {
   out[0] = bits_float(w << 16);
@@ -58,7 +83,7 @@ FP4FUSE_DEVICE void load_floats(const T* __restrict__ p, float (&out)[N]) {
   const uint4* v = reinterpret_cast<const uint4*>(p);
   FP4FUSE_UNROLL
   for (int i = 0; i < N / vec_elems<T>; ++i) {
-    const uint4 raw = __ldcs(v + i);
+    const uint4 raw = load_once(v + i);
     const cuda::std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
     FP4FUSE_UNROLL
     for (int w = 0; w < 4; ++w) {
@@ -81,7 +106,7 @@ FP4FUSE_DEVICE void store_floats(T* __restrict__ p, const float (&in)[N]) {
     }
     uint4 raw;
     memcpy(&raw, tmp, 16);
-    __stcs(v + i, raw);
+    store_once(v + i, raw);
   }
 }
 
@@ -89,10 +114,10 @@ FP4FUSE_DEVICE void store_floats(T* __restrict__ p, const float (&in)[N]) {
 template <int Words>
 FP4FUSE_DEVICE void store_words(cuda::std::uint8_t* __restrict__ p, const cuda::std::uint32_t (&w)[Words]) {
   if constexpr (Words == 2) {
-    __stcs(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
+    store_once(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
   } else {
     static_assert(Words == 4, "store_words: 2 or 4 words");
-    __stcs(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+    store_once(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
   }
 }
 

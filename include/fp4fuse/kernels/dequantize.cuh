@@ -44,11 +44,11 @@ __global__ void __launch_bounds__(256) dequantize_kernel(dequantize_args<Out> a,
   const cuda::std::uint8_t* src = a.input + row * a.ld_input + col * (B / 2);
   cuda::std::uint32_t words[codec_t::words_per_block];
   if constexpr (codec_t::words_per_block == 2) {
-    const uint2 v = __ldcs(reinterpret_cast<const uint2*>(src));
+    const uint2 v = load_once(reinterpret_cast<const uint2*>(src));
     words[0] = v.x;
     words[1] = v.y;
   } else {
-    const uint4 v = __ldcs(reinterpret_cast<const uint4*>(src));
+    const uint4 v = load_once(reinterpret_cast<const uint4*>(src));
     words[0] = v.x;
     words[1] = v.y;
     words[2] = v.z;
