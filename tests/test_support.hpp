@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(FP4FUSE_CATCH2_V3)
@@ -115,6 +116,41 @@ inline std::vector<std::uint32_t> random_bits(std::size_t n, const char* salt) {
     x = static_cast<std::uint32_t>(g());
   }
   return v;
+}
+
+}  // namespace fp4fuse_test
+
+namespace fp4fuse_test {
+
+/// Counts inputs where `got(x) != want(x)` (as integers), recording the first few as messages.
+template <class Got, class Want>
+std::size_t count_mismatches(const std::vector<std::uint32_t>& inputs, Got got, Want want) {
+  std::size_t bad = 0;
+  for (std::uint32_t u : inputs) {
+    const unsigned g = got(float_of(u)), w = want(float_of(u));
+    if (g != w) {
+      if (bad < 5) {
+        UNSCOPED_INFO("input " << hex32(u) << " fp4fuse " << g << " oracle " << w);
+      }
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+/// Counts floats, over all 2^32 bit patterns, where `differs(x)` is true; two threads.
+template <class Differs>
+std::size_t count_all_floats(Differs differs) {
+  std::size_t bad[2] = {0, 0};
+  auto run = [&](int part) {
+    for (std::uint64_t u = part; u < (std::uint64_t(1) << 32); u += 2) {
+      bad[part] += differs(float_of(static_cast<std::uint32_t>(u))) ? 1 : 0;
+    }
+  };
+  std::thread t(run, 1);
+  run(0);
+  t.join();
+  return bad[0] + bad[1];
 }
 
 }  // namespace fp4fuse_test
