@@ -152,10 +152,13 @@ TEST_CASE("quantize: invalid arguments are refused before anything runs", "[quan
   CHECK(with([&](auto& a) { a.ld_output = 16; }) == fp4fuse::status::bad_leading_dimension);
   CHECK(with([&](auto& a) { a.ld_output = 36; }) == fp4fuse::status::bad_leading_dimension);
   CHECK(with([&](auto& a) { a.rows = std::int64_t(1) << 40; }) == fp4fuse::status::bad_shape);
-  // MXFP4 needs 32-element blocks and no global scale.
+  // MXFP4 needs 32-element blocks and no global scale: a null scale pointer passes the pointer
+  // checks and the call stops at the next invalid argument (never launching on these fake pointers).
   auto mx = ok;
   mx.global_encode_scale = nullptr;
-  CHECK(fp4fuse::quantize<format::mxfp4<>, L>(mx).code != fp4fuse::status::null_pointer);
+  mx.ld_output = 40;
+  CHECK(fp4fuse::quantize<format::mxfp4<>, L>(mx).code == fp4fuse::status::bad_leading_dimension);
+  mx.ld_output = 32;
   mx.cols = 48;
   mx.ld_input = 48;
   CHECK(fp4fuse::quantize<format::mxfp4<>, L>(mx).code == fp4fuse::status::not_multiple_of_block);
@@ -208,6 +211,65 @@ TEST_CASE("fast_divmod: exact quotients for every divisor shape the launchers us
     }
     for (std::uint32_t n : {0u, d - 1, d, d + 1, 0x7FFFFFFFu, 0x7FFFFFFFu - (0x7FFFFFFFu % d)}) {
       REQUIRE(f.div(n) == n / d);
+    }
+  }
+}
+
+namespace {
+
+/// Reference for the kernel plumbing: one thread per block calling the library's block codec on
+/// the device directly (its own agreement with the host is tested in tests/nvfp4.cu).
+template <class Format, class Layout>
+__global__ void reference_quantize_kernel(const __nv_bfloat16* in, std::int64_t rows, std::int64_t blocks, std::int64_t ld,
+                                          std::uint8_t* out, std::uint8_t* scales, const float* S, Layout layout) {
+  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (i >= rows * blocks) return;
+  const std::int64_t r = i / blocks, b = i % blocks;
+  float x[16];
+  for (int j = 0; j < 16; ++j) x[j] = __bfloat162float(in[r * ld + b * 16 + j]);
+  std::uint32_t words[2];
+  scales[layout.offset(r, b)] = fp4fuse::block_codec<Format>(*S).quantize(x, words);
+  reinterpret_cast<uint2*>(out + r * (blocks * 8))[b] = make_uint2(words[0], words[1]);
+}
+
+}  // namespace
+
+TEST_CASE("quantize [gpu]: NVFP4 vllm recipe through the kernel equals the device block codec; scales equal the host's",
+          "[gpu][quantize]") {
+  using F = format::nvfp4<recipe::vllm>;
+  using L = scale_layout_swizzled_128x4;
+  auto g = rng("q vllm");
+  for (const shape& s : shapes) {
+    const std::int64_t ld = s.cols + s.ld_extra, blocks = s.cols / 16;
+    const std::vector<__nv_bfloat16> in = to_elements<__nv_bfloat16>(make_matrix(s.rows, s.cols, ld, g));
+    for (float S : {fp4fuse::nvfp4_global_encode_scale(1000.0f), 3.0e38f, 1e-30f}) {
+      const L layout{s.rows, blocks};
+      device_buffer d_in(in.size() * 2), d_S(4), out(static_cast<std::size_t>(s.rows * blocks * 8)),
+          ref(static_cast<std::size_t>(s.rows * blocks * 8)), sc(static_cast<std::size_t>(layout.size_bytes())),
+          ref_sc(static_cast<std::size_t>(layout.size_bytes()));
+      d_in.upload(in.data(), in.size() * 2);
+      d_S.upload(&S, 4);
+      FP4FUSE_TEST_CUDA(cudaMemset(ref_sc.as<void>(), 0, static_cast<std::size_t>(layout.size_bytes())));
+      REQUIRE(static_cast<bool>(fp4fuse::quantize<F, L>(fp4fuse::quantize_args<__nv_bfloat16>{
+          d_in.as<__nv_bfloat16>(), s.rows, s.cols, ld, out.as<std::uint8_t>(), blocks * 8, sc.as<std::uint8_t>(), d_S.as<float>()})));
+      reference_quantize_kernel<F, L><<<static_cast<unsigned>((s.rows * blocks + 127) / 128), 128>>>(
+          d_in.as<__nv_bfloat16>(), s.rows, blocks, ld, ref.as<std::uint8_t>(), ref_sc.as<std::uint8_t>(), d_S.as<float>(), layout);
+      FP4FUSE_TEST_LAUNCHED();
+      INFO("M=" << s.rows << " K=" << s.cols << " S=" << S);
+      CHECK(out.download() == ref.download());
+      const std::vector<unsigned char> got_scales = sc.download();
+      CHECK(got_scales == ref_sc.download());
+      // Block scales do not involve rcp(S), so the host computes the same bytes.
+      const fp4fuse::nvfp4_quantizer<recipe::vllm> host(S);
+      std::size_t scale_bad = 0;
+      for (std::int64_t r = 0; r < s.rows; ++r) {
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          float x[16];
+          for (int j = 0; j < 16; ++j) x[j] = as_float(in[static_cast<std::size_t>(r * ld + b * 16 + j)]);
+          scale_bad += got_scales[static_cast<std::size_t>(layout.offset(r, b))] != host.block_scale(fp4fuse::nvfp4_block_amax(x)).code;
+        }
+      }
+      CHECK(scale_bad == 0);
     }
   }
 }
