@@ -19,3 +19,5 @@
 #include "fp4fuse/kernels/swiglu_quantize.cuh"
 #include "fp4fuse/kernels/dequantize.cuh"
 #include "fp4fuse/kernels/amax.cuh"
+#include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/swiglu_nvfp4_mma.cuh"
