@@ -5,8 +5,6 @@
 
 #include "fp4fuse/version.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 
 #if !defined(__CUDACC__)
 #  error "fp4fuse headers (.cuh) contain device code: compile them with nvcc (or clang in CUDA mode)."
@@ -113,20 +111,5 @@ FP4FUSE_HOST_DEVICE constexpr conversion_path active_e4m3_path() {
   return FP4FUSE_ARCH_HAS_E4M3_CVT ? conversion_path::hardware : conversion_path::software;
 }
 
-namespace detail {
-/// Stops a kernel that reached a code path its compilation target cannot execute. Never returns;
-/// on the host it aborts. Used so that a missing path fails loudly instead of writing zeros.
-[[noreturn]] __host__ __device__ inline void unsupported_path(const char* what) {
-#if defined(__CUDA_ARCH__)
-  printf("fp4fuse: %s is not available on this compilation target (__CUDA_ARCH__=%d)\n", what, __CUDA_ARCH__);
-  __trap();
-#else
-  fprintf(stderr, "fp4fuse: %s is not available on the host\n", what);
-  abort();
-#endif
-  // __trap() is not [[noreturn]] for the front end.
-  while (true) {}
-}
-}  // namespace detail
 }  // namespace fp4fuse
 
