@@ -39,8 +39,9 @@ constexpr int kTiles = 8;  // 64 gate/up columns = 32 output columns = 2 NVFP4 b
 template <class Intermediate, class Activation>
 __global__ void epilogue_kernel(const float* gate_up, std::int64_t rows, std::int64_t I, Activation act, const float* S,
                                 fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out) {
-  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
+  const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
+  const int lane = static_cast<int>(threadIdx.x);
   const std::int64_t tiles_per_row = (2 * I + 8 * kTiles - 1) / (8 * kTiles);
   const std::int64_t row0 = (warp / tiles_per_row) * 16;
   const std::int64_t gu0 = (warp % tiles_per_row) * 8 * kTiles;
@@ -81,7 +82,7 @@ void check_epilogue(std::int64_t rows, std::int64_t I, const Activation& act, co
       fp4fuse::swiglu_args<float>{d_gu.as<float>(), rows, I, 2 * I, want_p.as<void>(), I / 2, want_s.as<std::uint8_t>(), d_S.as<float>()},
       act)));
   const std::int64_t warps = ((rows + 15) / 16) * ((2 * I + 8 * kTiles - 1) / (8 * kTiles));
-  epilogue_kernel<Intermediate><<<static_cast<unsigned>((warps * 32 + 127) / 128), 128>>>(
+  epilogue_kernel<Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(
       d_gu.as<float>(), rows, I, act, d_S.as<float>(),
       fp4fuse::nvfp4_epilogue_output<L>{got_p.as<std::uint8_t>(), I / 2, got_s.as<std::uint8_t>(), layout, rows, I});
   FP4FUSE_TEST_LAUNCHED();

@@ -10,6 +10,8 @@
 /// their own values and assemble the block's 8 bytes with two more shuffle rounds. Numerics are
 /// exactly `block_codec<format::nvfp4<Recipe>>` on the block's activations: bit-identical to
 /// `swiglu_quantize` on the same fp32 gate/up values (tests/epilogue/swiglu_nvfp4_mma.cu).
+#include <cuda/ptx>
+
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
@@ -54,7 +56,7 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
                                               cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
   static_assert(Tiles % 4 == 0, "swiglu_nvfp4_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
   using frag = mma_m16n8_f32_fragment;
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
