@@ -34,7 +34,12 @@ if ! meson_ok; then
   python3 -m pip install -q --disable-pip-version-check "meson==1.12.1" 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages "meson==1.12.1"
   hash -r
-  if ! meson_ok; then export PATH="$HOME/.local/bin:$PATH"; fi
+  if ! meson_ok; then
+    # pip's scripts directory may not be on PATH (pyenv without a rehash, --user installs).
+    PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$HOME/.local/bin:$PATH"
+    export PATH
+    hash -r
+  fi
 fi
 meson_ok || { echo "fp4fuse: could not install Meson >= 1.1" >&2; exit 1; }
 
