@@ -84,18 +84,55 @@ FP4FUSE_HOST_DEVICE float reciprocal_approx_ftz(float x) {
   return flush(1.0f / flush(x));
 #endif
 }
+
+
+/// E2M1 codes of x[i] * multiplier, element i in bits 4i+3..4i: the encoding step every NVFP4
+/// recipe shares.
+FP4FUSE_HOST_DEVICE cuda::std::uint64_t nvfp4_encode_scaled(const float (&x)[nvfp4_block_size], float multiplier) {
+  float y[nvfp4_block_size];
+  FP4FUSE_UNROLL
+  for (int i = 0; i < nvfp4_block_size; ++i) {
+    y[i] = x[i] * multiplier;
+  }
+  return e2m1x16_encode(y);
+}
 }  // namespace detail
 
 template <class Recipe = recipe::te_exact>
 class nvfp4_quantizer;
 
-/// TransformerEngine's recipe (the default). See recipe.cuh for the formulas.
+namespace detail {
+/// What every NVFP4 recipe shares: the IEEE decode scale 1/S, encoding with a block scale, and
+/// amax + scale + encoding of a whole block. `Derived` provides `block_scale(amax)`.
+template <class Derived>
+class nvfp4_quantizer_base {
+ public:
+  /// Encodes 16 elements with a scale from `block_scale`: nibble i = e2m1(x[i] * s.multiplier).
+  FP4FUSE_HOST_DEVICE cuda::std::uint64_t encode(const float (&x)[nvfp4_block_size], nvfp4_block_scale s) const {
+    return nvfp4_encode_scaled(x, s.multiplier);
+  }
+  /// amax (ignoring NaN), scale and encoding of one block.
+  FP4FUSE_HOST_DEVICE nvfp4_block quantize(const float (&x)[nvfp4_block_size]) const {
+    const nvfp4_block_scale s = static_cast<const Derived*>(this)->block_scale(nvfp4_block_amax(x));
+    return {encode(x, s), s.code};
+  }
+  /// 1/S (IEEE), the per-tensor decode factor.
+  FP4FUSE_HOST_DEVICE float decode_scale() const { return decode_scale_; }
+
+ protected:
+  FP4FUSE_HOST_DEVICE explicit nvfp4_quantizer_base(float global_encode_scale) : decode_scale_(1.0f / global_encode_scale) {}
+  float decode_scale_;
+};
+}  // namespace detail
+
+/// TransformerEngine's recipe (the default). See recipe.cuh for the formulas. `encode`, `quantize`
+/// and `decode_scale` are shared by every recipe (see `nvfp4_quantizer<recipe::vllm>`'s example).
 template <>
-class nvfp4_quantizer<recipe::te_exact> {
+class nvfp4_quantizer<recipe::te_exact> : public detail::nvfp4_quantizer_base<nvfp4_quantizer<recipe::te_exact>> {
  public:
   /// \param global_encode_scale S, e.g. from `nvfp4_global_encode_scale(tensor_amax)`.
   FP4FUSE_HOST_DEVICE explicit nvfp4_quantizer(float global_encode_scale)
-      : scale_over_6_(global_encode_scale * (1.0f / 6.0f)), decode_scale_(1.0f / global_encode_scale) {}
+      : nvfp4_quantizer_base(global_encode_scale), scale_over_6_(global_encode_scale * (1.0f / 6.0f)) {}
 
   /// E4M3 code = e4m3(amax * (S * (1/6))); multiplier = min(1 / (decode(code) * (1/S)), FLT_MAX).
   FP4FUSE_HOST_DEVICE nvfp4_block_scale block_scale(float block_amax) const {
@@ -105,46 +142,24 @@ class nvfp4_quantizer<recipe::te_exact> {
     return {code, multiplier};
   }
 
-  /// Encodes 16 elements with a scale from `block_scale`.
-  FP4FUSE_HOST_DEVICE cuda::std::uint64_t encode(const float (&x)[nvfp4_block_size], nvfp4_block_scale s) const {
-    return encode_scaled(x, s.multiplier);
-  }
-
-  /// amax, scale and encoding of one block.
-  FP4FUSE_HOST_DEVICE nvfp4_block quantize(const float (&x)[nvfp4_block_size]) const {
-    const nvfp4_block_scale s = block_scale(nvfp4_block_amax(x));
-    return {encode(x, s), s.code};
-  }
-
-  /// 1/S, the per-tensor decode factor.
-  FP4FUSE_HOST_DEVICE float decode_scale() const { return decode_scale_; }
-
  private:
-  FP4FUSE_HOST_DEVICE static cuda::std::uint64_t encode_scaled(const float (&x)[nvfp4_block_size], float m) {
-    float y[nvfp4_block_size];
-FP4FUSE_UNROLL
-    for (int i = 0; i < nvfp4_block_size; ++i) {
-      y[i] = x[i] * m;
-    }
-    return e2m1x16_encode(y);
-  }
-  friend class nvfp4_quantizer<recipe::vllm>;
-
   float scale_over_6_;
-  float decode_scale_;
 };
 
 /// vLLM's recipe. See recipe.cuh for the formulas and where host and device can differ.
+/// \code
+/// fp4fuse::nvfp4_block b = fp4fuse::nvfp4_quantizer<fp4fuse::recipe::vllm>(S).quantize(x);  // x: float[16]
+/// \endcode
 template <>
-class nvfp4_quantizer<recipe::vllm> {
+class nvfp4_quantizer<recipe::vllm> : public detail::nvfp4_quantizer_base<nvfp4_quantizer<recipe::vllm>> {
  public:
   /// Precomputes rcp(S) (`rcp.approx.ftz.f32` on the device, IEEE 1/x with flush-to-zero on the
   /// host) and 1/S (IEEE).
   /// \param global_encode_scale S, e.g. from `nvfp4_global_encode_scale(tensor_amax)`.
   FP4FUSE_HOST_DEVICE explicit nvfp4_quantizer(float global_encode_scale)
-      : encode_scale_(global_encode_scale),
-        decode_scale_rcp_(detail::reciprocal_approx_ftz(global_encode_scale)),
-        decode_scale_(1.0f / global_encode_scale) {}
+      : nvfp4_quantizer_base(global_encode_scale),
+        encode_scale_(global_encode_scale),
+        decode_scale_rcp_(detail::reciprocal_approx_ftz(global_encode_scale)) {}
 
   /// E4M3 code = e4m3(S * (amax * rcp(6))); multiplier = code == 0 ? 0 : rcp(decode(code) * rcp(S)).
   FP4FUSE_HOST_DEVICE nvfp4_block_scale block_scale(float block_amax) const {
@@ -154,27 +169,9 @@ class nvfp4_quantizer<recipe::vllm> {
     return {code, multiplier};
   }
 
-  /// Encodes 16 elements with a scale from `block_scale`: nibble i = e2m1(x[i] * s.multiplier).
-  FP4FUSE_HOST_DEVICE cuda::std::uint64_t encode(const float (&x)[nvfp4_block_size], nvfp4_block_scale s) const {
-    return nvfp4_quantizer<recipe::te_exact>::encode_scaled(x, s.multiplier);
-  }
-
-  /// amax (ignoring NaN), scale and encoding of one block.
-  /// \code
-  /// fp4fuse::nvfp4_block b = fp4fuse::nvfp4_quantizer<fp4fuse::recipe::vllm>(S).quantize(x);  // x: float[16]
-  /// \endcode
-  FP4FUSE_HOST_DEVICE nvfp4_block quantize(const float (&x)[nvfp4_block_size]) const {
-    const nvfp4_block_scale s = block_scale(nvfp4_block_amax(x));
-    return {encode(x, s), s.code};
-  }
-
-  /// 1/S (IEEE), the per-tensor decode factor.
-  FP4FUSE_HOST_DEVICE float decode_scale() const { return decode_scale_; }
-
  private:
   float encode_scale_;
   float decode_scale_rcp_;
-  float decode_scale_;
 };
 
 /// Decodes one NVFP4 block: out[i] = (e2m1(nibble i) * e4m3(scale)) * decode_scale. The first

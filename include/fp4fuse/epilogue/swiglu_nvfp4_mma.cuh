@@ -77,12 +77,8 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
           h[2 * q + e] = v;
         }
       }
-      // Block amax ignoring NaN, as nvfp4_block_amax: start from +0 so that an all-NaN block gives 0.
-      float amax = 0.0f;
-      FP4FUSE_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        amax = detail::max_num(amax, detail::abs_float(h[i]));
-      }
+      // The lane's part of the block amax, then the quad's (NaN ignored, as the codec does).
+      float amax = nvfp4_block_amax(h);
       amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
       amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
       const nvfp4_block_scale s = quantizer.block_scale(amax);

@@ -62,46 +62,71 @@ FP4FUSE_DEVICE bool locate(fast_divmod groups_per_row, cuda::std::uint32_t total
   return true;
 }
 
-template <class Format, class Layout, class T>
-__global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) quantize_kernel(quantize_args<T> a, Layout layout, fast_divmod groups_per_row,
-                                                       cuda::std::uint32_t total) {
+/// The body every quantizing kernel shares: the thread owns `blocks_per_thread` scale columns of
+/// one row. `source.load(p, col)` fetches block p's inputs (all loads are issued before any store:
+/// the stores may alias the input as far as the compiler knows, so loads issued after them would
+/// wait, leaving one block in flight per thread); `source.values(p, x)` turns them into the floats
+/// to quantize. Padding scale positions get 0x00.
+template <class Format, class Layout, class Source>
+FP4FUSE_DEVICE void quantize_owned_blocks(const Layout& layout, thread_position pos, cuda::std::uint8_t* scales,
+                                          cuda::std::uint8_t* out_row, const float* global_encode_scale, Source& source) {
   using codec_t = block_codec<Format>;
   constexpr int B = codec_t::block_size;
   constexpr int P = blocks_per_thread<Format>;
-  thread_position pos;
-  if (!locate(groups_per_row, total, P, pos)) {
-    return;
-  }
-  const T* in = a.input + pos.row * a.ld_input;
-  cuda::std::uint8_t* out = a.output + pos.row * a.ld_output;
-  // All loads first: the stores below may alias the input as far as the compiler knows, so loads
-  // issued after them would wait, leaving one block in flight per thread.
   bool valid[P];
-  float x[P][B];
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
     // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
     valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
     if (valid[p]) {
-      load_floats(in + (pos.col0 + p) * B, x[p]);
+      source.load(p, pos.col0 + p);
     }
   }
-  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
+  const codec_t codec(Format::has_global_scale ? *global_encode_scale : 1.0f);
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
     const cuda::std::uint32_t col = pos.col0 + p;
     if (col >= layout.padded_cols()) {
-      break;  // odd number of columns in a layout without column padding
+      break;
     }
-    cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
+    cuda::std::uint8_t* scale_out = scales + layout.offset(pos.row, col);
     if (!valid[p]) {
       *scale_out = 0;
       continue;
     }
+    float x[B];
+    source.values(p, x);
     cuda::std::uint32_t words[codec_t::words_per_block];
-    *scale_out = codec.quantize(x[p], words);
-    store_words(out + col * (B / 2), words);
+    *scale_out = codec.quantize(x, words);
+    store_words(out_row + col * (B / 2), words);
   }
+}
+
+/// quantize's source: B contiguous elements per block, converted to float.
+template <class T, int B, int P>
+struct matrix_blocks {
+  // A constructor rather than aggregate initialisation, which would zero x on the hot path.
+  FP4FUSE_DEVICE explicit matrix_blocks(const T* row_start) : row(row_start) {}
+  const T* row;
+  float x[P][B];
+  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) { load_floats(row + col * B, x[p]); }
+  FP4FUSE_DEVICE void values(int p, float (&out)[B]) const {
+    FP4FUSE_UNROLL
+    for (int i = 0; i < B; ++i) {
+      out[i] = x[p][i];
+    }
+  }
+};
+
+template <class Format, class Layout, class T>
+__global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) quantize_kernel(quantize_args<T> a, Layout layout, fast_divmod groups_per_row,
+                                                       cuda::std::uint32_t total) {
+  thread_position pos;
+  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
+    return;
+  }
+  matrix_blocks<T, Format::block_size, blocks_per_thread<Format>> source(a.input + pos.row * a.ld_input);
+  quantize_owned_blocks<Format>(layout, pos, a.scales, a.output + pos.row * a.ld_output, a.global_encode_scale, source);
 }
 
 /// Shared validation of the packed output and scales; `cols` is the quantized width.

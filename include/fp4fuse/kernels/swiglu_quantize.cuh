@@ -84,47 +84,33 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
   }
 }
 
+/// swiglu_quantize's source: the gate and up runs of each block, activated on demand.
+template <class GateUp, class Activation, class Intermediate, class T, int B, int P>
+struct gate_up_blocks {
+  // Not an aggregate: aggregate initialisation would zero gate and up on the hot path.
+  FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::int64_t cols, const Activation& activation)
+      : row(row_start), I(cols), act(activation) {}
+  const T* row;
+  cuda::std::int64_t I;
+  const Activation& act;
+  float gate[P][B], up[P][B];
+  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) {
+    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col) * B, I, gate[p], up[p]);
+  }
+  FP4FUSE_DEVICE void values(int p, float (&h)[B]) const { activate<Intermediate>(act, gate[p], up[p], h); }
+};
+
 template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
 __global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) swiglu_quantize_kernel(swiglu_args<T> a, Layout layout, Activation act,
                                                               fast_divmod groups_per_row, cuda::std::uint32_t total) {
-  using codec_t = block_codec<Format>;
-  constexpr int B = codec_t::block_size;
-  constexpr int P = blocks_per_thread<Format>;
   thread_position pos;
-  if (!locate(groups_per_row, total, P, pos)) {
+  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
     return;
   }
-  const T* in = a.input + pos.row * a.ld_input;
-  cuda::std::uint8_t* out = static_cast<cuda::std::uint8_t*>(a.output) + pos.row * a.ld_output;
-  // All loads before any store (see quantize_kernel).
-  bool valid[P];
-  float gate[P][B], up[P][B];
-  FP4FUSE_UNROLL
-  for (int p = 0; p < P; ++p) {
-    // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
-    valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
-    if (valid[p]) {
-      load_gate_up<GateUp>(in, static_cast<cuda::std::int64_t>(pos.col0 + p) * B, a.cols, gate[p], up[p]);
-    }
-  }
-  const codec_t codec(Format::has_global_scale ? *a.global_encode_scale : 1.0f);
-  FP4FUSE_UNROLL
-  for (int p = 0; p < P; ++p) {
-    const cuda::std::uint32_t col = pos.col0 + p;
-    if (col >= layout.padded_cols()) {
-      break;
-    }
-    cuda::std::uint8_t* scale_out = a.scales + layout.offset(pos.row, col);
-    if (!valid[p]) {
-      *scale_out = 0;
-      continue;
-    }
-    float h[B];
-    activate<Intermediate>(act, gate[p], up[p], h);
-    cuda::std::uint32_t words[codec_t::words_per_block];
-    *scale_out = codec.quantize(h, words);
-    store_words(out + col * (B / 2), words);
-  }
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, blocks_per_thread<Format>> source(
+      a.input + pos.row * a.ld_input, a.cols, act);
+  quantize_owned_blocks<Format>(layout, pos, a.scales, static_cast<cuda::std::uint8_t*>(a.output) + pos.row * a.ld_output,
+                                a.global_encode_scale, source);
 }
 
 template <class Out, class GateUp, class Activation, class T>
