@@ -20,4 +20,5 @@
 #include "fp4fuse/kernels/dequantize.cuh"
 #include "fp4fuse/kernels/amax.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/epilogue/swiglu_nvfp4_mma.cuh"

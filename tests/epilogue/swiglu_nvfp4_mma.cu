@@ -1,7 +1,9 @@
-// The mma.sync fragment map, and the SwiGLU -> NVFP4 fragment epilogue against the standalone
-// swiglu_quantize kernel on the same fp32 gate/up values.
+// The mma.sync fragment map, and the SwiGLU -> NVFP4 fragment epilogues (mma.sync and wgmma forms)
+// against the standalone swiglu_quantize kernel on the same fp32 gate/up values: packed bytes and
+// every byte of the scale tensor, its padding included, over outputs poisoned with non-zero bytes.
 #include <fp4fuse/epilogue/mma_fragment.cuh>
 #include <fp4fuse/epilogue/swiglu_nvfp4_mma.cuh>
+#include <fp4fuse/epilogue/wgmma_fragment.cuh>
 
 #include "../kernels/kernel_test_support.cuh"
 
@@ -32,34 +34,88 @@ TEST_CASE("mma_m16n8_f32_fragment: the 32 lanes x 4 registers cover the 16 x 8 t
 
 namespace {
 
-constexpr int kTiles = 8;  // 64 gate/up columns = 32 output columns = 2 NVFP4 blocks per warp
+using layout_t = fp4fuse::scale_layout_swizzled_128x4;
+using output_t = fp4fuse::nvfp4_epilogue_output<layout_t>;
+
+static_assert(poison != 0, "the outputs start non-zero, so zero scale padding must have been written");
+
+/// The fp32 gate/up value at (row, col) of the [rows, 2I] matrix, or 0 beyond it (as a GEMM's
+/// zero-filled edge tile leaves its accumulators).
+__device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int64_t I, std::int64_t row, std::int64_t col) {
+  return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : 0.0f;
+}
+
+constexpr int kTiles = 8;  // mma.sync: 64 gate/up columns = 32 output columns = 2 NVFP4 blocks per warp
 
 /// Each warp loads a 16 x 64 gate/up tile into registers exactly as mma.sync would leave it, then
-/// runs the epilogue. Columns beyond the matrix read as 0 (as a GEMM's zero-filled edge tile).
+/// runs the epilogue. The warps cover round_up(rows, 128) x round_up(I, 64) output elements, the
+/// scale tensor's padded extent: tiles beyond the matrix load zeros and still call the epilogue.
 template <class Intermediate, class Activation>
-__global__ void epilogue_kernel(const float* gate_up, std::int64_t rows, std::int64_t I, Activation act, const float* S,
-                                fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out) {
+__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
-  const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
+  const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
-  const std::int64_t tiles_per_row = (2 * I + 8 * kTiles - 1) / (8 * kTiles);
+  const std::int64_t tiles_per_row = out.layout.padded_cols() * 16 / (4 * kTiles);
   const std::int64_t row0 = (warp / tiles_per_row) * 16;
   const std::int64_t gu0 = (warp % tiles_per_row) * 8 * kTiles;
-  if (row0 >= rows) return;  // whole warp
+  if (row0 >= out.layout.padded_rows()) return;  // whole warp
   float acc[kTiles][4];
   for (int n = 0; n < kTiles; ++n) {
     for (int r = 0; r < 4; ++r) {
-      const std::int64_t row = row0 + frag::row(lane, r), col = gu0 + 8 * n + frag::col(lane, r);
-      acc[n][r] = row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : 0.0f;
+      acc[n][r] = load_or_zero(gate_up, out.rows, out.cols, row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
     }
   }
   const fp4fuse::nvfp4_quantizer<> q(*S);
   fp4fuse::swiglu_nvfp4_mma_epilogue<Intermediate>(acc, act, q, row0, gu0 / 2, out);
 }
 
+constexpr int kWgmmaN = 256;  // wgmma m64n256: 256 gate/up columns = 128 output columns = 8 blocks
+using wfrag = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN>;
+
+/// Each warpgroup (128 consecutive threads of the block's linear index, any block shape) loads a
+/// 64 x 256 gate/up tile into acc[128] exactly as wgmma would leave it, then runs the epilogue.
+/// The warpgroups cover round_up(rows, 128) rows and round_up(I, 64) output columns (rounded up
+/// again to the 128-column tile: the epilogue must skip blocks beyond the padded scale columns).
 template <class Intermediate, class Activation>
-void check_epilogue(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
-  using L = fp4fuse::scale_layout_swizzled_128x4;
+__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
+  const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned groups_per_block = blockDim.x * blockDim.y * blockDim.z / 128;
+  const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * groups_per_block + linear / 128;
+  const int thread = static_cast<int>(linear % 128);
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+  const std::int64_t row0 = (group / tiles_per_row) * 64;
+  const std::int64_t gu0 = (group % tiles_per_row) * kWgmmaN;
+  if (row0 >= out.layout.padded_rows()) return;  // whole warpgroup
+  float acc[wfrag::registers];
+#pragma unroll
+  for (int i = 0; i < wfrag::registers; ++i) {
+    acc[i] = load_or_zero(gate_up, out.rows, out.cols, row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+  }
+  const fp4fuse::nvfp4_quantizer<> q(*S);
+  fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, q, row0, gu0 / 2, out);
+}
+
+/// Counts differing bytes and reports the first few.
+std::size_t differences(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, const char* what) {
+  if (got.size() != want.size()) return got.size() + want.size();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (bad < 5) {
+      UNSCOPED_INFO(what << " byte " << i << ": got 0x" << std::hex << int(got[i]) << " want 0x" << int(want[i]) << std::dec);
+    }
+    ++bad;
+  }
+  return bad;
+}
+
+/// Quantizes the same random [rows, 2I] gate/up matrix (interleaved by 8) with `swiglu_quantize`
+/// and with `launch(gate_up, S, out)` (an epilogue kernel), into outputs poisoned with 0xA5 by
+/// `device_buffer`; requires identical packed bytes (rows of I/2 bytes with an 8-byte gap that
+/// stays poisoned) and an identical scale tensor, padding included.
+template <class Intermediate, class Activation, class Launch>
+void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt,
+                                   const Launch& launch) {
   auto g = rng(salt);
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   float hmax = 0.0f;
@@ -70,38 +126,93 @@ void check_epilogue(std::int64_t rows, std::int64_t I, const Activation& act, co
       if (std::isfinite(v)) hmax = std::max(hmax, std::fabs(v));
     }
   const float S = fp4fuse::nvfp4_global_encode_scale(hmax);
-  const L layout{rows, I / 16};
-  device_buffer d_gu(gu.size() * 4), d_S(4), want_p(static_cast<std::size_t>(rows * I / 2)),
-      got_p(static_cast<std::size_t>(rows * I / 2)), want_s(static_cast<std::size_t>(layout.size_bytes())),
-      got_s(static_cast<std::size_t>(layout.size_bytes()));
+  const layout_t layout{rows, I / 16};
+  INFO(salt << " M=" << rows << " I=" << I << " (scale tensor " << layout.padded_rows() << " x " << layout.padded_cols() << ")");
+  const std::int64_t ld_packed = I / 2 + 8;
+  const auto packed_bytes = static_cast<std::size_t>(rows * ld_packed);
+  const auto scale_bytes = static_cast<std::size_t>(layout.size_bytes());
+  // device_buffer poisons every byte (0xA5): nothing is zeroed before either kernel runs.
+  device_buffer d_gu(gu.size() * 4), d_S(4), want_p(packed_bytes), got_p(packed_bytes), want_s(scale_bytes),
+      got_s(scale_bytes);
   d_gu.upload(gu.data(), gu.size() * 4);
   d_S.upload(&S, 4);
-  // The epilogue does not write scale padding: zero the tensor first, as its doc says.
-  FP4FUSE_TEST_CUDA(cudaMemset(got_s.as<void>(), 0, static_cast<std::size_t>(layout.size_bytes())));
-  REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<fp4fuse::format::nvfp4<>, L, fp4fuse::gate_up::interleaved<8>, Intermediate>(
-      fp4fuse::swiglu_args<float>{d_gu.as<float>(), rows, I, 2 * I, want_p.as<void>(), I / 2, want_s.as<std::uint8_t>(), d_S.as<float>()},
+  REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<fp4fuse::format::nvfp4<>, layout_t, fp4fuse::gate_up::interleaved<8>, Intermediate>(
+      fp4fuse::swiglu_args<float>{d_gu.as<float>(), rows, I, 2 * I, want_p.as<void>(), ld_packed, want_s.as<std::uint8_t>(),
+                                  d_S.as<float>()},
       act)));
-  const std::int64_t warps = ((rows + 15) / 16) * ((2 * I + 8 * kTiles - 1) / (8 * kTiles));
-  epilogue_kernel<Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(
-      d_gu.as<float>(), rows, I, act, d_S.as<float>(),
-      fp4fuse::nvfp4_epilogue_output<L>{got_p.as<std::uint8_t>(), I / 2, got_s.as<std::uint8_t>(), layout, rows, I});
   FP4FUSE_TEST_LAUNCHED();
-  INFO(salt << " M=" << rows << " I=" << I);
-  CHECK(got_p.download() == want_p.download());
-  CHECK(got_s.download() == want_s.download());
+  launch(d_gu.as<float>(), d_S.as<float>(),
+         output_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout, rows, I});
+  FP4FUSE_TEST_LAUNCHED();
+  const std::vector<unsigned char> want_scales = want_s.download();
+  // The oracle: swiglu_quantize writes the padding as 0x00 over the poison.
+  std::size_t padding = 0, padding_not_zero = 0;
+  for (std::int64_t r = 0; r < layout.padded_rows(); ++r) {
+    for (std::int64_t k = 0; k < layout.padded_cols(); ++k) {
+      if (!layout.is_padding(r, k)) continue;
+      ++padding;
+      if (want_scales[static_cast<std::size_t>(layout.offset(r, k))] != 0) ++padding_not_zero;
+    }
+  }
+  REQUIRE(padding_not_zero == 0);
+  CHECK(padding == scale_bytes - static_cast<std::size_t>(rows * (I / 16)));
+  CHECK(differences(got_p.download(), want_p.download(), "packed") == 0);
+  CHECK(differences(got_s.download(), want_scales, "scales") == 0);
   CHECK(got_p.guard_intact());
   CHECK(got_s.guard_intact());
 }
 
+template <class Intermediate, class Activation>
+void check_mma(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  check_against_swiglu_quantize<Intermediate>(rows, I, act, salt, [&](const float* gu, const float* S, const output_t& out) {
+    const std::int64_t warps = out.layout.padded_rows() / 16 * (out.layout.padded_cols() * 16 / (4 * kTiles));
+    mma_epilogue_kernel<Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, out);
+  });
+}
+
+template <class Intermediate, class Activation>
+void check_wgmma(std::int64_t rows, std::int64_t I, const Activation& act, dim3 block, const char* salt) {
+  INFO("block " << block.x << " x " << block.y << " x " << block.z);
+  const unsigned groups_per_block = block.x * block.y * block.z / 128;
+  REQUIRE(groups_per_block * 128 == block.x * block.y * block.z);
+  check_against_swiglu_quantize<Intermediate>(rows, I, act, salt, [&](const float* gu, const float* S, const output_t& out) {
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+    const std::int64_t groups = out.layout.padded_rows() / 64 * tiles_per_row;
+    wgmma_epilogue_kernel<Intermediate>
+        <<<static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block), block>>>(gu, act, S, out);
+  });
+}
+
 }  // namespace
 
-TEST_CASE("swiglu_nvfp4_mma_epilogue [gpu]: bit-identical to swiglu_quantize on the same fp32 gate/up", "[gpu][epilogue]") {
+TEST_CASE("swiglu_nvfp4_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
   for (std::int64_t rows : {1, 16, 37, 130}) {
-    for (std::int64_t I : {16, 32, 80, 96, 2048}) {
-      check_epilogue<fp4fuse::intermediate::fp32>(rows, I, fp4fuse::activation::silu{}, "epi silu");
+    for (std::int64_t I : {16, 32, 80, 96, 1040, 2048}) {
+      check_mma<fp32>(rows, I, fp4fuse::activation::silu{}, "epi silu");
     }
   }
-  check_epilogue<fp4fuse::intermediate::bf16>(37, 96, fp4fuse::activation::silu{}, "epi bf16");
-  check_epilogue<fp4fuse::intermediate::fp32>(130, 2880, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
-  check_epilogue<fp4fuse::intermediate::fp32>(16, 160, fp4fuse::activation::gelu_tanh{}, "epi gelu");
+  check_mma<bf16>(37, 96, fp4fuse::activation::silu{}, "epi bf16");
+  check_mma<bf16>(130, 1040, fp4fuse::activation::silu{}, "epi bf16");
+  check_mma<fp32>(130, 2880, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
+  check_mma<fp32>(65, 80, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
+  check_mma<fp32>(16, 160, fp4fuse::activation::gelu_tanh{}, "epi gelu");
+}
+
+TEST_CASE("swiglu_nvfp4_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical to swiglu_quantize, scale padding included",
+          "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  // One and two warpgroups per block, and a 2D block whose warpgroups span threadIdx.y.
+  for (const dim3 block : {dim3(128), dim3(256), dim3(64, 4)}) {
+    for (std::int64_t rows : {1, 64, 65, 130}) {
+      for (std::int64_t I : {16, 80, 128, 1040}) {
+        check_wgmma<fp32>(rows, I, fp4fuse::activation::silu{}, block, "wgmma silu");
+        check_wgmma<bf16>(rows, I, fp4fuse::activation::silu{}, block, "wgmma silu bf16");
+        check_wgmma<fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss");
+        check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss bf16");
+      }
+    }
+  }
 }

@@ -15,6 +15,7 @@
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/kernels/swiglu_quantize.cuh"
 #include "fp4fuse/nvfp4.cuh"
 
@@ -44,8 +45,10 @@ struct nvfp4_epilogue_output {
 /// \param quantizer the recipe's quantizer built from the global encode scale
 /// \param out   destination tensors and their logical extent
 /// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0.
-/// Rows >= out.rows and blocks >= out.cols / 16 are skipped; scale padding is not written here
-/// (zero it once per tensor, e.g. with `cudaMemsetAsync` before the GEMM).
+/// Packed bytes of rows >= out.rows or blocks >= out.cols / 16 are not written. Scale entries in
+/// the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers are
+/// written as 0x00: tiles covering round_up(rows, 128) x round_up(cols, 64) (swizzled layout)
+/// write the whole scale tensor, padding included.
 /// \code
 /// float acc[8][4];  // 16 x 64 gate/up tile from mma.sync
 /// fp4fuse::swiglu_nvfp4_mma_epilogue(acc, fp4fuse::activation::silu{}, q, row0, col0, out);
@@ -90,15 +93,45 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
       lo |= __shfl_xor_sync(0xFFFFFFFFu, lo, 2);
       hi |= __shfl_xor_sync(0xFFFFFFFFu, hi, 2);
       const cuda::std::int64_t block_col = col0 / 16 + block;
-      if (row < out.rows && block_col < out.cols / 16) {
-        if (t == 0) {
-          *reinterpret_cast<uint2*>(out.packed + row * out.ld_packed + block_col * 8) = make_uint2(lo, hi);
-        } else if (t == 1) {
-          out.scales[out.layout.offset(row, block_col)] = s.code;
-        }
+      const bool inside = row < out.rows && block_col < out.cols / 16;
+      if (inside && t == 0) {
+        *reinterpret_cast<uint2*>(out.packed + row * out.ld_packed + block_col * 8) = make_uint2(lo, hi);
+      }
+      // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
+      // padded extent leaves no byte of the scale tensor unwritten.
+      if (t == 1 && row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
+        out.scales[out.layout.offset(row, block_col)] = inside ? s.code : cuda::std::uint8_t{0};
       }
     }
   }
+}
+
+/// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
+/// N = 2 * Registers). Warpgroup-collective: all 128 threads call it with the same arguments
+/// (except `acc`); each warp handles its 16 rows through `swiglu_nvfp4_mma_epilogue`, so the
+/// numerics, bounds checks and scale padding are exactly those of that function.
+///
+/// \param acc   the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
+/// \param act   the gated activation
+/// \param quantizer the recipe's quantizer built from the global encode scale
+/// \param row0  output row of the warpgroup tile's row 0
+/// \param col0  output (SwiGLU) column of the tile's first granule, a multiple of 16
+/// \param out   destination tensors and their logical extent
+/// Preconditions: as `swiglu_nvfp4_mma_epilogue`; N a multiple of 32; warpgroups aligned to 4
+/// warps of the block's linear thread index.
+/// \code
+/// float acc[128];  // wgmma m64n256k16: 64 rows x 256 gate/up columns = 128 SwiGLU columns
+/// fp4fuse::swiglu_nvfp4_wgmma_epilogue(acc, fp4fuse::activation::silu{}, q, m0, n0 / 2, out);
+/// \endcode
+template <class Intermediate = intermediate::fp32, int Registers, class Activation, class Recipe, class Layout>
+FP4FUSE_DEVICE void swiglu_nvfp4_wgmma_epilogue(const float (&acc)[Registers], const Activation& act,
+                                                const nvfp4_quantizer<Recipe>& quantizer, cuda::std::int64_t row0,
+                                                cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
+  static_assert(Registers % 16 == 0, "swiglu_nvfp4_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
+  const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int warp_in_group = static_cast<int>((linear_thread / 32) % 4);
+  swiglu_nvfp4_mma_epilogue<Intermediate>(reinterpret_cast<const float(&)[Registers / 4][4]>(acc), act, quantizer,
+                                          row0 + 16 * warp_in_group, col0, out);
 }
 
 }  // namespace fp4fuse

@@ -1,0 +1,103 @@
+#pragma once
+// The three epilogues of the MoE layer's first GEMM (plus the plain BF16 store they share), as
+// functors that both reference GEMMs (gemm_sm90.cuh: wgmma; gemm_mma.cuh: mma.sync) call.
+//
+// Interface: `warp(acc, row0, col0)` with one warp's m16n8 fragments `float acc[Tiles][4]`
+// (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
+// column; and `warpgroup(acc, row0, col0)` with one thread's wgmma m64nNk16 fragment
+// `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0.
+// Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
+#include <cuda_bf16.h>
+
+#include <fp4fuse/fp4fuse.cuh>
+
+namespace l1_gemm {
+
+using index_t = std::int64_t;
+
+/// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
+template <class Epilogue, int Registers>
+__device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[Registers], index_t row0,
+                                                   index_t col0) {
+  const int warp_in_group = static_cast<int>((threadIdx.x / 32) % 4);
+  epi.warp(reinterpret_cast<const float(&)[Registers / 4][4]>(acc), row0 + 16 * warp_in_group, col0);
+}
+
+/// Flow 1 (and the plain GEMM): D as BF16, [M, N] with leading dimension ld (elements).
+struct store_bf16 {
+  __nv_bfloat16* out;
+  index_t ld, rows, cols;
+
+  template <int Tiles>
+  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+    using frag = fp4fuse::mma_m16n8_f32_fragment;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll
+    for (int n = 0; n < Tiles; ++n) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const index_t row = row0 + frag::row(lane, 2 * half), col = col0 + 8 * n + frag::col(lane, 0);
+        if (row < rows && col < cols) {  // cols is even and col is even: col + 1 < cols too
+          *reinterpret_cast<__nv_bfloat162*>(out + row * ld + col) =
+              __floats2bfloat162_rn(acc[n][2 * half], acc[n][2 * half + 1]);
+        }
+      }
+    }
+  }
+  template <int Registers>
+  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+    warpgroup_as_warps(*this, acc, row0, col0);
+  }
+};
+
+/// Flow 2: the compact SwiGLU output act(gate) * up as BF16, [M, I] (I = N / 2).
+template <class Activation>
+struct swiglu_bf16 {
+  __nv_bfloat16* out;
+  index_t ld, rows, cols;  // cols = I
+  Activation act;
+
+  template <int Tiles>
+  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+    using frag = fp4fuse::mma_m16n8_f32_fragment;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll
+    for (int g = 0; g < Tiles / 2; ++g) {  // n8 tile 2g is gate granule g, 2g + 1 its up granule
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const index_t row = row0 + frag::row(lane, 2 * half), col = col0 / 2 + 8 * g + frag::col(lane, 0);
+        if (row < rows && col < cols) {
+          const float h0 = act.apply(acc[2 * g][2 * half], acc[2 * g + 1][2 * half]);
+          const float h1 = act.apply(acc[2 * g][2 * half + 1], acc[2 * g + 1][2 * half + 1]);
+          *reinterpret_cast<__nv_bfloat162*>(out + row * ld + col) = __floats2bfloat162_rn(h0, h1);
+        }
+      }
+    }
+  }
+  template <int Registers>
+  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+    warpgroup_as_warps(*this, acc, row0, col0);
+  }
+};
+
+/// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
+/// The global encode scale is static (calibrated), read from device memory as serving engines do.
+template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
+struct swiglu_nvfp4 {
+  fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out;
+  const float* global_encode_scale;
+  Activation act;
+
+  template <int Tiles>
+  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+    const fp4fuse::nvfp4_quantizer<Recipe> q(*global_encode_scale);
+    fp4fuse::swiglu_nvfp4_mma_epilogue<Intermediate>(acc, act, q, row0, col0 / 2, out);
+  }
+  template <int Registers>
+  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+    const fp4fuse::nvfp4_quantizer<Recipe> q(*global_encode_scale);
+    fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, q, row0, col0 / 2, out);
+  }
+};
+
+}  // namespace l1_gemm

@@ -1,0 +1,441 @@
+#pragma once
+// The reference sm_90a GEMM of the L1 example: D[M, N] = X[M, K] * W[N, K]^T, BF16 in, FP32
+// accumulate, one of the epilogues of epilogues.cuh applied to the accumulators in registers.
+//
+// Persistent and warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads of
+// 128 x 64 X tiles and BlockN x 64 W tiles, 128-byte swizzled, into a shared-memory ring guarded
+// by mbarriers); warpgroups 1 and 2 are consumers, each computing 64 x BlockN of the 128 x BlockN
+// tile with wgmma m64nBlockNk16 and then running the epilogue on its fragment while the producer
+// already fills the ring with the next work unit's stages. Tiles are visited M-fastest in groups
+// of 8 M-blocks so that concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows
+// beyond M and N and columns beyond K; the epilogues bounds-check.
+//
+// Small M (decode) cannot fill 132 SMs with 128 x 256 tiles, so the launcher picks the tile width
+// (256 or 128) and a split of K that fill the chip (see `plan`). With K split, each split writes
+// its FP32 fragment to a workspace and the last split of a tile to arrive (an atomic counter) sums
+// all splits in a fixed order, so the result does not depend on arrival order, and runs the
+// epilogue.
+//
+// TMA and mbarrier operations go through CCCL's cuda::ptx; wgmma and setmaxnreg, which it does
+// not wrap, are written as PTX here. Compiled for any other target the kernel traps.
+#include <cuda.h>          // CUtensorMap (types only: the driver entry point is fetched at run time)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include <cuda/ptx>
+
+#include <mutex>
+
+#include "epilogues.cuh"
+
+namespace l1_gemm::sm90 {
+
+constexpr int block_m = 128, block_k = 64;
+constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int group_m = 8;    // M-blocks per raster group
+constexpr int ring_bytes = 192 * 1024;
+
+/// Tile shape and ring depth for a tile width of BlockN (256 or 128) columns.
+template <int BlockN>
+struct config {
+  static_assert(BlockN == 256 || BlockN == 128, "wgmma tiles of 256 or 128 columns");
+  static constexpr int block_n = BlockN;
+  static constexpr int a_stage_bytes = block_m * block_k * 2;
+  static constexpr int b_stage_bytes = block_n * block_k * 2;
+  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 256 columns, 6 for 128
+  // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
+  // and one flag per consumer for the split-K hand-off.
+  static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
+};
+
+/// What a launch computes: the shape, the K split, and the split-K workspace.
+struct params {
+  int M, N, K;
+  int splits;          ///< K is cut into `splits` ranges of whole 64-column blocks (1: no split)
+  float* partials;     ///< splits * tiles * 2 consumers * fragment floats (splits > 1)
+  unsigned* counters;  ///< tiles * 2 arrival counters, zero between launches (splits > 1)
+};
+
+namespace detail {
+
+/// D[64 x 256] (+)= A[64 x 16] * B[16 x 256], bf16 in, f32 accumulate, A and B from shared memory.
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/// D[64 x 128] (+)= A[64 x 16] * B[16 x 128], bf16 in, f32 accumulate, A and B from shared memory.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+template <int BlockN>
+__device__ __forceinline__ void wgmma_bf16(float (&d)[BlockN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
+  if constexpr (BlockN == 256) {
+    wgmma_m64n256k16_bf16(d, desc_a, desc_b, 1);
+  } else {
+    wgmma_m64n128k16_bf16(d, desc_a, desc_b, 1);
+  }
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+/// Keeps the compiler from moving accumulator reads or writes across an asynchronous wgmma.
+template <int Registers>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[Registers]) {
+#pragma unroll
+  for (int i = 0; i < Registers; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+template <int Count>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Count));
+}
+template <int Count>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Count));
+}
+/// Synchronises the 128 threads of one consumer warpgroup (named barrier 1 + consumer).
+__device__ __forceinline__ void warpgroup_sync(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
+}
+
+/// Shared-memory matrix descriptor of a K-major operand tile written by TMA with 128-byte
+/// swizzle: rows of 64 bf16 (128 bytes), 8-row groups 1024 bytes apart (stride byte offset),
+/// leading byte offset unused for this layout (1), layout type 1 = 128-byte swizzle. Adding
+/// 2 (32 bytes >> 4) steps K by 16 within the swizzle atom.
+__device__ __forceinline__ std::uint64_t smem_descriptor(const void* tile) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(tile));
+  return (std::uint64_t(addr & 0x3FFFF) >> 4) | (std::uint64_t(1) << 16) | (std::uint64_t(1024 >> 4) << 32) |
+         (std::uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void wait_parity(std::uint64_t* barrier, std::uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
+}
+
+/// Work unit `unit` (tile-major, splits of a tile adjacent): its tile in the grouped raster
+/// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks.
+struct work_unit {
+  int m_blk, n_blk, tile, split, k_begin, k_end;
+};
+__device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
+  work_unit u;
+  u.tile = unit / splits;
+  u.split = unit % splits;
+  const int per_group = group_m * tiles_n;
+  const int first_m = (u.tile / per_group) * group_m;
+  const int rows_in_group = min(group_m, tiles_m - first_m);
+  const int in_group = u.tile % per_group;
+  u.m_blk = first_m + in_group % rows_in_group;
+  u.n_blk = in_group / rows_in_group;
+  u.k_begin = static_cast<int>(static_cast<long long>(k_iters) * u.split / splits);
+  u.k_end = static_cast<int>(static_cast<long long>(k_iters) * (u.split + 1) / splits);
+  return u;
+}
+
+}  // namespace detail
+
+template <int BlockN, class Epilogue>
+__global__ void __launch_bounds__(threads, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi) {
+#if FP4FUSE_ARCH_IS_SM90A
+  using cfg = config<BlockN>;
+  constexpr int stages = cfg::stages;
+  extern __shared__ unsigned char smem_raw[];
+  const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
+  unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
+  unsigned char* a_ring = smem;
+  unsigned char* b_ring = smem + stages * cfg::a_stage_bytes;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + stages * cfg::stage_bytes);
+  std::uint64_t* empty = full + stages;
+  auto* last_flag = reinterpret_cast<int*>(empty + stages);
+
+  const int tiles_m = (prm.M + block_m - 1) / block_m, tiles_n = (prm.N + BlockN - 1) / BlockN;
+  const int k_iters = (prm.K + block_k - 1) / block_k;
+  const int units = tiles_m * tiles_n * prm.splits;
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);   // the producer's arrive + the TMA bytes
+      cuda::ptx::mbarrier_init(&empty[s], 2);  // one arrive per consumer warpgroup
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    detail::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      std::uint32_t phase = 0;
+      for (int unit = static_cast<int>(blockIdx.x); unit < units; unit += static_cast<int>(gridDim.x)) {
+        const detail::work_unit u = detail::unit_at(unit, tiles_m, tiles_n, prm.splits, k_iters);
+        for (int k = u.k_begin; k < u.k_end; ++k) {
+          detail::wait_parity(&empty[stage], phase ^ 1);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &full[stage], cfg::stage_bytes);
+          const std::int32_t xc[2] = {k * block_k, u.m_blk * block_m};
+          const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, a_ring + stage * cfg::a_stage_bytes,
+                                          &tma_x, xc, &full[stage]);
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
+                                          &tma_w, wc, &full[stage]);
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    detail::setmaxnreg_inc<232>();
+    constexpr int registers = BlockN / 2;
+    const int consumer = warpgroup - 1;  // rows 64 * consumer .. + 63 of the tile
+    const int thread = static_cast<int>(threadIdx.x % 128);
+    int stage = 0;
+    std::uint32_t phase = 0;
+    for (int unit = static_cast<int>(blockIdx.x); unit < units; unit += static_cast<int>(gridDim.x)) {
+      const detail::work_unit u = detail::unit_at(unit, tiles_m, tiles_n, prm.splits, k_iters);
+      float acc[registers];
+#pragma unroll
+      for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
+      int previous = -1;
+      for (int k = u.k_begin; k < u.k_end; ++k) {
+        detail::wait_parity(&full[stage], phase);
+        const std::uint64_t desc_a = detail::smem_descriptor(a_ring + stage * cfg::a_stage_bytes + consumer * 64 * 128);
+        const std::uint64_t desc_b = detail::smem_descriptor(b_ring + stage * cfg::b_stage_bytes);
+        detail::fence_accumulators(acc);
+        detail::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < block_k / 16; ++kk) detail::wgmma_bf16<BlockN>(acc, desc_a + 2 * kk, desc_b + 2 * kk);
+        detail::wgmma_commit();
+        // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
+        detail::wgmma_wait<1>();
+        detail::fence_accumulators(acc);
+        if (previous >= 0 && thread == 0) cuda::ptx::mbarrier_arrive(&empty[previous]);
+        previous = stage;
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      detail::wgmma_wait<0>();
+      detail::fence_accumulators(acc);
+      if (previous >= 0 && thread == 0) cuda::ptx::mbarrier_arrive(&empty[previous]);
+
+      const index_t row0 = static_cast<index_t>(u.m_blk) * block_m + 64 * consumer;
+      if (prm.splits > 1) {
+        if (row0 >= prm.M) {
+          // Rows wholly beyond M: every split's sum is 0; split 0 alone writes the scale padding.
+          if (u.split != 0) continue;
+        } else {
+          // Publish this split's fragment, then the last split of the tile to arrive reduces.
+          const std::size_t slot = (static_cast<std::size_t>(u.tile) * 2 + consumer) * prm.splits;
+          float* mine = prm.partials + (slot + u.split) * (registers * 128);
+#pragma unroll
+          for (int i = 0; i < registers; ++i) __stcg(mine + i * 128 + thread, acc[i]);
+          __threadfence();
+          detail::warpgroup_sync(consumer);
+          if (thread == 0) {
+            unsigned* counter = prm.counters + u.tile * 2 + consumer;
+            const unsigned arrived = atomicAdd(counter, 1u);
+            const bool last = arrived == static_cast<unsigned>(prm.splits - 1);
+            if (last) *counter = 0;  // ready for the next launch
+            last_flag[consumer] = last;
+          }
+          detail::warpgroup_sync(consumer);
+          if (!last_flag[consumer]) continue;
+          __threadfence();
+          // Sum the splits in index order: the same bits whichever split arrived last.
+#pragma unroll
+          for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
+          for (int s = 0; s < prm.splits; ++s) {
+            const float* part = prm.partials + (slot + s) * (registers * 128);
+#pragma unroll
+            for (int i = 0; i < registers; ++i) acc[i] += __ldcg(part + i * 128 + thread);
+          }
+        }
+      }
+      epi.warpgroup(acc, row0, static_cast<index_t>(u.n_blk) * BlockN);
+    }
+  }
+#else
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi;
+  __trap();  // built for a target without wgmma: never write nothing silently
+#endif
+}
+
+/// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle.
+inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
+                                   std::uint32_t box_outer) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * sizeof(__nv_bfloat16)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(block_k), box_outer};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims, strides, box,
+                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/// Tile width and K split for a problem: the pair with the fewest 64 x 64 x 64 MMA steps on the
+/// busiest SM (waves x steps per unit), plus a charge for the split-K workspace round trip.
+struct launch_plan {
+  int block_n, splits, units;
+};
+inline launch_plan plan(int M, int N, int K, int sms) {
+  const int k_iters = (K + block_k - 1) / block_k;
+  launch_plan best{256, 1, 0};
+  double best_cost = 1e300;
+  for (int block_n : {256, 128}) {
+    const int tiles = ((M + block_m - 1) / block_m) * ((N + block_n - 1) / block_n);
+    for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
+      const int units = tiles * splits;
+      const int waves = (units + sms - 1) / sms;
+      const int k_per_unit = (k_iters + splits - 1) / splits;
+      // Steps per wave ~ k blocks * tile width; the reduction reads every split's fragment back
+      // (about 2 k-blocks' worth of time per split) and the first wave fills the pipeline (2).
+      // 128-column tiles move a third more bytes per MMA step (32 KB per 128x128x64 instead of
+      // 48 KB per 128x256x64): charged 10%.
+      const double cost = (double(waves) * (k_per_unit + 2) * block_n + (splits > 1 ? 2.0 * splits * block_n : 0.0)) *
+                          (block_n == 128 ? 1.1 : 1.0);
+      if (cost < best_cost * 0.98) {  // prefer the earlier (wider, unsplit) plan on near ties
+        best_cost = cost;
+        best = {block_n, splits, units};
+      }
+    }
+  }
+  return best;
+}
+
+/// The split-K workspace: grown on demand, counters zeroed once (the kernel leaves them zero).
+/// Shared by all launches of this process: launches that split K must not run concurrently.
+struct workspace {
+  float* partials = nullptr;
+  unsigned* counters = nullptr;
+  std::size_t partial_floats = 0, counter_count = 0;
+};
+inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std::size_t counters) {
+  cudaError_t err = cudaSuccess;
+  if (floats > ws.partial_floats) {
+    if (ws.partials != nullptr) cudaFree(ws.partials);
+    ws.partials = nullptr;
+    ws.partial_floats = 0;
+    if ((err = cudaMalloc(&ws.partials, floats * sizeof(float))) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    ws.partial_floats = floats;
+  }
+  if (counters > ws.counter_count) {
+    if (ws.counters != nullptr) cudaFree(ws.counters);
+    ws.counters = nullptr;
+    ws.counter_count = 0;
+    if ((err = cudaMalloc(&ws.counters, counters * sizeof(unsigned))) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    if ((err = cudaMemset(ws.counters, 0, counters * sizeof(unsigned))) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    ws.counter_count = counters;
+  }
+  return {};
+}
+
+template <int BlockN, class Epilogue>
+fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, const launch_plan& lp, int sms,
+                             const Epilogue& epi, cudaStream_t stream) {
+  using cfg = config<BlockN>;
+  auto* kernel = &gemm_kernel<BlockN, Epilogue>;
+  if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
+  CUtensorMap tma_x{}, tma_w{};
+  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), block_m);
+  if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN);
+  if (err == cudaSuccess) err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  kernel<<<std::min(lp.units, sms), threads, cfg::smem_bytes, stream>>>(tma_x, tma_w, prm, epi);
+  return fp4fuse::detail::launch_result();
+}
+
+/// Launches the GEMM with epilogue `epi` (arguments validated by the caller, see l1_gemm.cuh).
+/// `force` overrides the plan (tests use it to cover every tile width and split).
+template <class Epilogue>
+fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
+                       cudaStream_t stream, const launch_plan* force = nullptr) {
+  int device = 0, sms = 0, major = 0, minor = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (major != 9 || minor != 0) return {fp4fuse::status::unsupported_architecture, cudaErrorInvalidDeviceFunction};
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
+  const int tiles = ((M + block_m - 1) / block_m) * ((N + lp.block_n - 1) / lp.block_n);
+  lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
+  lp.units = tiles * lp.splits;
+  params prm{M, N, K, lp.splits, nullptr, nullptr};
+  if (lp.splits > 1) {
+    static workspace ws;
+    static std::mutex ws_mutex;
+    const std::lock_guard<std::mutex> lock(ws_mutex);
+    const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * (lp.block_n / 2) * 128;
+    if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2); !r) return r;
+    prm.partials = ws.partials;
+    prm.counters = ws.counters;
+  }
+  return lp.block_n == 256 ? launch_tiles<256>(x, w, prm, lp, sms, epi, stream)
+                           : launch_tiles<128>(x, w, prm, lp, sms, epi, stream);
+}
+
+}  // namespace l1_gemm::sm90

@@ -1,0 +1,260 @@
+// The L1 GEMM example's three flows on both GEMM engines: flow 3 with the BF16 intermediate is
+// bit-identical to flow 2 + quantize; the fp32 flow 3 against a float64 reference (fraction of
+// differing codes and dequantization error, both bounded); flow 1's BF16 output and its
+// swiglu_quantize; every output byte written (two poisons), scale padding 0x00, guard zones
+// intact; edges T = 1, T % 128 != 0, I % 64 != 0, H % 64 != 0; invalid arguments refused.
+#include "../../examples/l1_gemm/l1_gemm.cuh"
+#include "../../examples/l1_gemm/reference.hpp"
+#include "../kernels/kernel_test_support.cuh"
+
+using namespace fp4fuse_test;
+using act_t = fp4fuse::activation::silu;
+
+TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the host codec", "[examples]") {
+  for (auto [T, I] : {std::pair{1, 16}, {37, 80}, {130, 208}}) {
+    auto g = rng("l1 host emulation");
+    std::normal_distribution<float> n(0.0f, 2.0f);
+    std::vector<float> gu(static_cast<std::size_t>(T) * 2 * I);
+    for (auto& v : gu) v = n(g);
+    float amax = 0;
+    std::vector<std::vector<float>> h(static_cast<std::size_t>(T), std::vector<float>(static_cast<std::size_t>(I)));
+    for (int r = 0; r < T; ++r)
+      for (int c = 0; c < I; ++c) {
+        const std::size_t base = static_cast<std::size_t>(r) * 2 * I;
+        h[r][c] = act_t{}.apply(gu[base + l1_gemm::host::interleave::gate_col(c, I)], gu[base + l1_gemm::host::interleave::up_col(c, I)]);
+        amax = std::max(amax, std::fabs(h[r][c]));
+      }
+    const float S = fp4fuse::nvfp4_global_encode_scale(amax);
+    std::vector<std::uint8_t> packed, scales;
+    l1_gemm::host::emulate_fragment_epilogue(gu, T, I, act_t{}, S, packed, scales);
+    const l1_gemm::host::scale_layout layout{T, I / 16};
+    for (int r = 0; r < T; ++r) {
+      const l1_gemm::host::quantized_row want = l1_gemm::host::quantize_row(h[r], S);
+      INFO("T=" << T << " I=" << I << " row " << r);
+      REQUIRE(std::equal(want.packed.begin(), want.packed.end(), packed.begin() + static_cast<std::ptrdiff_t>(r) * (I / 2)));
+      for (int b = 0; b < I / 16; ++b) REQUIRE(scales[static_cast<std::size_t>(layout.offset(r, b))] == want.scales[b]);
+    }
+    for (std::int64_t r = 0; r < layout.padded_rows(); ++r)
+      for (std::int64_t b = 0; b < layout.padded_cols(); ++b)
+        if (layout.is_padding(r, b)) REQUIRE(scales[static_cast<std::size_t>(layout.offset(r, b))] == 0);
+  }
+}
+
+namespace {
+
+struct gpu_problem {
+  int T, H, I;
+  l1_gemm::host::inputs in;
+  device_buffer x, w, gate_up, h, packed, scales, S, amax;
+  float S_host = 0;
+
+  gpu_problem(int T_, int H_, int I_, const char* salt)
+      : T(T_), H(H_), I(I_), in(T_, H_, I_, rng(salt)()), x(in.x.size() * 2), w(in.w.size() * 2),
+        gate_up(static_cast<std::size_t>(T_) * 2 * I_ * 2), h(static_cast<std::size_t>(T_) * I_ * 2),
+        packed(static_cast<std::size_t>(T_) * I_ / 2), scales(static_cast<std::size_t>(l1_gemm::host::scale_layout{T_, I_ / 16}.size_bytes())),
+        S(4), amax(4) {
+    x.upload(in.x.data(), in.x.size() * 2);
+    w.upload(in.w.data(), in.w.size() * 2);
+  }
+  l1_gemm::problem args() const {
+    return {x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, H, I, gate_up.as<__nv_bfloat16>(), h.as<__nv_bfloat16>(),
+            packed.as<std::uint8_t>(), scales.as<std::uint8_t>(), S.as<float>()};
+  }
+  /// S from the amax of the compact SwiGLU output, as the example calibrates it.
+  const l1_gemm::sm90::launch_plan* plan = nullptr;
+  void calibrate(l1_gemm::engine e) {
+    REQUIRE(static_cast<bool>(l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, 2 * I, H,
+                                            l1_gemm::swiglu_bf16<act_t>{h.as<__nv_bfloat16>(), I, T, I, act_t{}}, e, nullptr, plan)));
+    REQUIRE(static_cast<bool>(fp4fuse::amax(h.as<__nv_bfloat16>(), T, I, I, amax.as<float>(), S.as<float>())));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    FP4FUSE_TEST_CUDA(cudaMemcpy(&S_host, S.as<float>(), 4, cudaMemcpyDeviceToHost));
+    REQUIRE(std::isfinite(S_host));
+    REQUIRE(S_host > 0.0f);
+  }
+  template <class Flow>
+  void run(Flow f, l1_gemm::engine e, unsigned char poison_byte) {
+    FP4FUSE_TEST_CUDA(cudaMemset(packed.as<void>(), poison_byte, packed.bytes()));
+    FP4FUSE_TEST_CUDA(cudaMemset(scales.as<void>(), poison_byte, scales.bytes()));
+    REQUIRE(static_cast<bool>(l1_gemm::run(args(), f, act_t{}, e, nullptr, plan)));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  }
+  bool guards() const {
+    return x.guard_intact() && w.guard_intact() && gate_up.guard_intact() && h.guard_intact() && packed.guard_intact() &&
+           scales.guard_intact();
+  }
+};
+
+float bf16_at(const std::vector<unsigned char>& bytes, std::size_t i) {
+  std::uint16_t u;
+  std::memcpy(&u, &bytes[2 * i], 2);
+  return float_of(std::uint32_t(u) << 16);
+}
+
+void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::launch_plan* plan = nullptr) {
+  const std::string salt = "l1 " + std::to_string(T) + " " + std::to_string(H) + " " + std::to_string(I);
+  gpu_problem p(T, H, I, salt.c_str());
+  p.plan = plan;
+  INFO("engine " << l1_gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
+                 << (plan ? std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) : std::string("auto")));
+  p.calibrate(e);
+  const l1_gemm::host::scale_layout layout{T, I / 16};
+
+  // Rows checked against float64: all of them for small problems, a spread otherwise.
+  std::vector<int> rows;
+  const int step = std::max(1, T / 48);
+  for (int r = 0; r < T; r += step) rows.push_back(r);
+  if (rows.back() != T - 1) rows.push_back(T - 1);
+  std::vector<std::vector<double>> gu_ref;
+  std::vector<std::vector<float>> h_ref;
+  for (int r : rows) {
+    gu_ref.push_back(l1_gemm::host::gate_up_row(p.in, r));
+    h_ref.push_back(l1_gemm::host::swiglu_row(gu_ref.back(), I, act_t{}));
+  }
+
+  // Flow 3 (fp32): every byte written (two poisons give the same bytes), padding 0x00, bounded
+  // differences from the float64 reference.
+  p.run(l1_gemm::flow::fused_nvfp4<>{}, e, 0xA5);
+  const auto packed3 = p.packed.download(), scales3 = p.scales.download();
+  p.run(l1_gemm::flow::fused_nvfp4<>{}, e, 0x5A);
+  CHECK(p.packed.download() == packed3);
+  CHECK(p.scales.download() == scales3);
+  for (std::int64_t r = 0; r < layout.padded_rows(); ++r)
+    for (std::int64_t b = 0; b < layout.padded_cols(); ++b)
+      if (layout.is_padding(r, b)) REQUIRE(scales3[static_cast<std::size_t>(layout.offset(r, b))] == 0);
+  l1_gemm::host::comparison cmp;
+  for (std::size_t i = 0; i < rows.size(); ++i) l1_gemm::host::compare_row(cmp, packed3, scales3, T, I, rows[i], h_ref[i], p.S_host);
+  INFO("flow 3: " << cmp.code_diffs << " of " << cmp.codes << " codes differ; rel. RMS " << cmp.rel_rms() << " (reference "
+                  << cmp.reference_rel_rms() << ")");
+  CHECK(cmp.diff_fraction() < 0.005);                               // accumulation order only
+  CHECK(cmp.rel_rms() <= cmp.reference_rel_rms() * 1.02 + 1e-4);  // no worse than quantizing the exact values
+  CHECK(cmp.rel_rms() < 0.15);
+
+  // Flow 2, then flow 3 with the BF16 intermediate: bit-identical.
+  p.run(l1_gemm::flow::compact_bf16{}, e, 0xA5);
+  const auto packed2 = p.packed.download(), scales2 = p.scales.download(), h2 = p.h.download();
+  p.run(l1_gemm::flow::fused_nvfp4<fp4fuse::intermediate::bf16>{}, e, 0x5A);
+  CHECK(p.packed.download() == packed2);
+  CHECK(p.scales.download() == scales2);
+  // Flow 2's BF16 SwiGLU within one BF16 rounding (plus accumulation noise) of the reference.
+  std::size_t h_bad = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (int c = 0; c < I; ++c) {
+      const float got = bf16_at(h2, static_cast<std::size_t>(rows[i]) * I + c), want = h_ref[i][static_cast<std::size_t>(c)];
+      h_bad += !(std::fabs(got - want) <= std::fabs(want) * 0.0079f + 1e-5f);
+    }
+  CHECK(h_bad == 0);
+
+  // Flow 1: the BF16 gate/up within a BF16 rounding of float64, and its NVFP4 output equal to the
+  // host codec applied to that BF16 gate/up (the standalone kernel's contract).
+  p.run(l1_gemm::flow::interleaved_bf16{}, e, 0xA5);
+  const auto gu1 = p.gate_up.download(), packed1 = p.packed.download(), scales1 = p.scales.download();
+  std::size_t gu_bad = 0, flow1_diff = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const int r = rows[i];
+    std::vector<float> h1(static_cast<std::size_t>(I));
+    for (int c = 0; c < 2 * I; ++c) {
+      const float got = bf16_at(gu1, static_cast<std::size_t>(r) * 2 * I + c);
+      const double want = gu_ref[i][static_cast<std::size_t>(c)];
+      gu_bad += !(std::fabs(got - want) <= std::fabs(want) * 0.0079 + 1e-5);
+    }
+    for (int c = 0; c < I; ++c) {
+      const std::size_t base = static_cast<std::size_t>(r) * 2 * I;
+      h1[static_cast<std::size_t>(c)] = act_t{}.apply(bf16_at(gu1, base + l1_gemm::host::interleave::gate_col(c, I)),
+                                                      bf16_at(gu1, base + l1_gemm::host::interleave::up_col(c, I)));
+    }
+    const l1_gemm::host::quantized_row want = l1_gemm::host::quantize_row(h1, p.S_host);
+    flow1_diff += !std::equal(want.packed.begin(), want.packed.end(), packed1.begin() + static_cast<std::ptrdiff_t>(r) * (I / 2));
+    for (int b = 0; b < I / 16; ++b) flow1_diff += scales1[static_cast<std::size_t>(layout.offset(r, b))] != want.scales[b];
+  }
+  CHECK(gu_bad == 0);
+  CHECK(flow1_diff == 0);
+  CHECK(p.guards());
+}
+
+std::vector<l1_gemm::engine> engines_here() {
+  std::vector<l1_gemm::engine> e{l1_gemm::engine::mma_sync};
+  if (l1_gemm::resolve(l1_gemm::engine::automatic) == l1_gemm::engine::wgmma) e.push_back(l1_gemm::engine::wgmma);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[gpu][examples]") {
+  for (l1_gemm::engine e : engines_here()) {
+    // T = 1; T % 128 != 0; I % 64 != 0 (80, 208, 1040); H % 64 != 0 (72, 200); partial N tiles
+    // (2I % 256 != 0); GPT-OSS's H = 2880, I = 2880; several tiles per CTA of the persistent kernel.
+    const int shapes[][3] = {{1, 64, 16}, {1, 7168, 2048}, {37, 72, 80}, {130, 200, 208},
+                             {300, 512, 1040}, {128, 2880, 2880}, {1100, 256, 2048}};
+    for (const auto& s : shapes) check_problem(s[0], s[1], s[2], e);
+  }
+}
+
+TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", "[gpu][examples]") {
+  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+    WARN("no sm_90 device with an sm_90a image: the wgmma plans are not exercised");
+    return;
+  }
+  // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
+  // split tile (T = 1, 37), several units per CTA (1100 rows).
+  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0}, {128, 1, 0}, {256, 3, 0}, {128, 5, 0}, {128, 16, 0}};
+  const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {300, 512, 1040}, {1100, 1024, 256}};
+  for (const auto& plan : plans) {
+    for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
+  }
+}
+
+TEST_CASE("L1 example [gpu]: invalid arguments are refused and touch no memory", "[gpu][examples]") {
+  gpu_problem p(64, 128, 64, "l1 invalid");
+  FP4FUSE_TEST_CUDA(cudaMemset(p.S.as<void>(), 0, 4));
+  const auto unchanged = [&] {
+    const auto packed = p.packed.download(), scales = p.scales.download(), gu = p.gate_up.download(), h = p.h.download();
+    auto all_poison = [](const std::vector<unsigned char>& v) {
+      return std::all_of(v.begin(), v.end(), [](unsigned char c) { return c == poison; });
+    };
+    return all_poison(packed) && all_poison(scales) && all_poison(gu) && all_poison(h);
+  };
+  const auto expect = [&](l1_gemm::problem a, fp4fuse::status want, const char* what) {
+    INFO(what);
+    for (l1_gemm::engine e : engines_here()) {
+      CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, e).code == want);
+      CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, e).code == want);
+      CHECK(l1_gemm::run(a, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, e).code == want);
+    }
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    CHECK(unchanged());
+  };
+  using fp4fuse::status;
+  l1_gemm::problem a = p.args();
+  a.x = nullptr;
+  expect(a, status::null_pointer, "x null");
+  a = p.args();
+  a.scales = nullptr;
+  expect(a, status::null_pointer, "scales null");
+  a = p.args();
+  a.global_encode_scale = nullptr;
+  expect(a, status::null_pointer, "S null");
+  a = p.args();
+  a.w = p.w.as<__nv_bfloat16>() + 1;
+  expect(a, status::misaligned_pointer, "w misaligned");
+  a = p.args();
+  a.packed = p.packed.as<std::uint8_t>() + 4;
+  expect(a, status::misaligned_pointer, "packed misaligned");
+  a = p.args();
+  a.T = 0;
+  expect(a, status::bad_shape, "T = 0");
+  a = p.args();
+  a.I = 40;
+  expect(a, status::not_multiple_of_block, "I % 16 != 0");
+  a = p.args();
+  a.H = 60;
+  expect(a, status::not_multiple_of_block, "H % 8 != 0");
+  // Flow-specific intermediates.
+  a = p.args();
+  a.gate_up = nullptr;
+  CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, l1_gemm::engine::automatic).code == status::null_pointer);
+  a = p.args();
+  a.h = p.h.as<__nv_bfloat16>() + 1;
+  CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, l1_gemm::engine::automatic).code == status::misaligned_pointer);
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  CHECK(unchanged());
+}
