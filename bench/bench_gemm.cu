@@ -102,15 +102,18 @@ struct row {
 
 int main(int argc, char** argv) {
   const char* markdown = nullptr;
+  int force_cluster = 0;  // --cluster 1|2: every non-split plan with that cluster size
   g_reps = 30;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       g_reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--cluster" && i + 1 < argc) {
+      force_cluster = std::atoi(argv[++i]);
     } else if (a == "--markdown" && i + 1 < argc) {
       markdown = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--markdown FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--cluster 1|2] [--markdown FILE]\n");
       return 2;
     }
   }
@@ -164,16 +167,19 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
       r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
+      if (force_cluster != 0 && r.plan.splits == 1) r.plan.cluster = force_cluster;
+      r.plan.cluster = l1_gemm::sm90::cluster_for(r.plan, T);
+      const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
       r.cublas = time_us([&] { cublas.run(x, w, gate_up); });
-      r.ours_bf16 = time_us([&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine)); });
-      r.flow1 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine)); });
-      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine)); });
-      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine)); });
+      r.ours_bf16 = time_us([&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp)); });
+      r.flow1 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); });
+      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, pp)); });
+      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp)); });
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
-      std::printf("tile 128x%d split-K %d | ", r.plan.block_n, r.plan.splits);
+      std::printf("tile 128x%d split-K %d cluster %d | ", r.plan.block_n, r.plan.splits, r.plan.cluster);
       std::printf("%-11s T=%5d H=%d 2I=%d  cuBLAS %8.1f us %6.1f TF | ours BF16 %8.1f us (%.2fx) | flow1 %.2fx flow2 %.2fx flow3 %.2fx | "
                   "W read %.1f us (flow3 %.2fx)\n",
                   m.name, T, H, N, r.cublas, tf / r.cublas, r.ours_bf16, r.ours_bf16 / r.cublas, r.flow1 / r.cublas,
@@ -191,13 +197,13 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs, L2 flushed before each; time in us (TFLOP/s); "
                  "x = time / cuBLAS time.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
-    std::fprintf(f, "| model | T | our tile, K split | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
+    std::fprintf(f, "| model | T | our tile, K split, cluster | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
                     "flow 3: fused NVFP4 | W read at copy BW |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (const row& r : rows) {
       const double tf = 2.0 * r.T * r.H * r.N * 1e-6;
       auto cell = [&](double t) { return std::to_string(t).substr(0, std::to_string(t).find('.') + 2); };
-      std::fprintf(f, "| %s | %d | 128x%d, %d | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) |\n",
-                   r.model.c_str(), r.T, r.plan.block_n, r.plan.splits, cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
+      std::fprintf(f, "| %s | %d | 128x%d, %d, %d | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) |\n",
+                   r.model.c_str(), r.T, r.plan.block_n, r.plan.splits, r.plan.cluster, cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
                    r.ours_bf16 / r.cublas, cell(r.flow1).c_str(), tf / r.flow1, r.flow1 / r.cublas, cell(r.flow2).c_str(), tf / r.flow2,
                    r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read);
     }

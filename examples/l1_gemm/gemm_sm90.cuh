@@ -23,6 +23,8 @@
 
 #include <cuda/ptx>
 
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "epilogues.cuh"
@@ -140,6 +142,18 @@ template <int Count>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Count));
 }
+/// The shared::cluster address of `smem` in the CTA of cluster rank `rank` (cuda::ptx has no mapa).
+__device__ __forceinline__ std::uint32_t cluster_address(const void* smem, std::uint32_t rank) {
+  std::uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(out)
+               : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(smem))), "r"(rank));
+  return out;
+}
+/// Arrives on an mbarrier of any CTA of the cluster, by its shared::cluster address.
+__device__ __forceinline__ void arrive_cluster(std::uint32_t barrier) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
 /// Synchronises the 128 threads of one consumer warpgroup (named barrier 1 + consumer).
 __device__ __forceinline__ void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
@@ -182,10 +196,14 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
 
 }  // namespace detail
 
-template <int BlockN, class Epilogue>
+/// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
+/// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic. A ring slot
+/// is refilled only when the consumers of both CTAs have released it. No K split with clusters.
+template <int BlockN, int Cluster, class Epilogue>
 __global__ void __launch_bounds__(threads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi) {
 #if FP4FUSE_ARCH_IS_SM90A
+  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
   using cfg = config<BlockN>;
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
@@ -197,37 +215,57 @@ __global__ void __launch_bounds__(threads, 1)
   std::uint64_t* empty = full + stages;
   auto* last_flag = reinterpret_cast<int*>(empty + stages);
 
+  // With clusters, a unit is a pair of vertically adjacent tiles; CTA `rank` takes row block
+  // 2 * pair + rank (beyond M for the odd last one: zero-filled, nothing written).
   const int tiles_m = (prm.M + block_m - 1) / block_m, tiles_n = (prm.N + BlockN - 1) / BlockN;
+  const int unit_rows = (tiles_m + Cluster - 1) / Cluster;
   const int k_iters = (prm.K + block_k - 1) / block_k;
-  const int units = tiles_m * tiles_n * prm.splits;
+  const int units = unit_rows * tiles_n * prm.splits;
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  const int rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
+  const int first_unit = static_cast<int>(blockIdx.x) / Cluster, unit_stride = static_cast<int>(gridDim.x) / Cluster;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) {
-      cuda::ptx::mbarrier_init(&full[s], 1);   // the producer's arrive + the TMA bytes
-      cuda::ptx::mbarrier_init(&empty[s], 2);  // one arrive per consumer warpgroup
+      cuda::ptx::mbarrier_init(&full[s], 1);             // the producer's arrive + the TMA bytes
+      cuda::ptx::mbarrier_init(&empty[s], 2 * Cluster);  // each consumer warpgroup of the cluster
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  __syncthreads();
+  if constexpr (Cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);  // barriers initialised cluster-wide
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       int stage = 0;
       std::uint32_t phase = 0;
-      for (int unit = static_cast<int>(blockIdx.x); unit < units; unit += static_cast<int>(gridDim.x)) {
-        const detail::work_unit u = detail::unit_at(unit, tiles_m, tiles_n, prm.splits, k_iters);
+      for (int unit = first_unit; unit < units; unit += unit_stride) {
+        const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, prm.splits, k_iters);
+        const int m_blk = u.m_blk * Cluster + rank;
         for (int k = u.k_begin; k < u.k_end; ++k) {
           detail::wait_parity(&empty[stage], phase ^ 1);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], cfg::stage_bytes);
-          const std::int32_t xc[2] = {k * block_k, u.m_blk * block_m};
-          const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
+          const std::int32_t xc[2] = {k * block_k, m_blk * block_m};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, a_ring + stage * cfg::a_stage_bytes,
                                           &tma_x, xc, &full[stage]);
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
-                                          &tma_w, wc, &full[stage]);
+          if constexpr (Cluster == 1) {
+            const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
+                                            &tma_w, wc, &full[stage]);
+          } else {
+            // This CTA's half of the W tile, written into both CTAs' slots (same offsets).
+            constexpr int half_rows = BlockN / 2;
+            const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN + rank * half_rows};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                            b_ring + stage * cfg::b_stage_bytes + rank * half_rows * 128, &tma_w, wc,
+                                            &full[stage], static_cast<std::uint16_t>(0x3));
+          }
           if (++stage == stages) {
             stage = 0;
             phase ^= 1;
@@ -242,8 +280,18 @@ __global__ void __launch_bounds__(threads, 1)
     const int thread = static_cast<int>(threadIdx.x % 128);
     int stage = 0;
     std::uint32_t phase = 0;
-    for (int unit = static_cast<int>(blockIdx.x); unit < units; unit += static_cast<int>(gridDim.x)) {
-      const detail::work_unit u = detail::unit_at(unit, tiles_m, tiles_n, prm.splits, k_iters);
+    // Releases a ring slot to the producer of every CTA of the cluster.
+    const auto release = [&](int slot) {
+      if (thread != 0) return;
+      if constexpr (Cluster == 1) {
+        cuda::ptx::mbarrier_arrive(&empty[slot]);
+      } else {
+        for (int r = 0; r < Cluster; ++r) detail::arrive_cluster(detail::cluster_address(&empty[slot], static_cast<std::uint32_t>(r)));
+      }
+    };
+    for (int unit = first_unit; unit < units; unit += unit_stride) {
+      detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, prm.splits, k_iters);
+      u.m_blk = u.m_blk * Cluster + rank;
       float acc[registers];
 #pragma unroll
       for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
@@ -260,7 +308,7 @@ __global__ void __launch_bounds__(threads, 1)
         // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
         detail::wgmma_wait<1>();
         detail::fence_accumulators(acc);
-        if (previous >= 0 && thread == 0) cuda::ptx::mbarrier_arrive(&empty[previous]);
+        if (previous >= 0) release(previous);
         previous = stage;
         if (++stage == stages) {
           stage = 0;
@@ -269,7 +317,7 @@ __global__ void __launch_bounds__(threads, 1)
       }
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc);
-      if (previous >= 0 && thread == 0) cuda::ptx::mbarrier_arrive(&empty[previous]);
+      if (previous >= 0) release(previous);
 
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m + 64 * consumer;
       if (prm.splits > 1) {
@@ -307,6 +355,11 @@ __global__ void __launch_bounds__(threads, 1)
       epi.warpgroup(acc, row0, static_cast<index_t>(u.n_blk) * BlockN);
     }
   }
+  if constexpr (Cluster > 1) {
+    // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  }
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi;
   __trap();  // built for a target without wgmma: never write nothing silently
@@ -336,27 +389,27 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/// Tile width and K split for a problem: the pair with the fewest 64 x 64 x 64 MMA steps on the
-/// busiest SM (waves x steps per unit), plus a charge for the split-K workspace round trip.
+/// Tile width and K split for a problem: the pair with the least estimated time on the busiest
+/// SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost per
+/// unit for pipeline fill and epilogue, about 6 steps), 128-wide tiles charged 10% per column
+/// (they move a third more bytes per MMA step), and with K split the workspace round trip (about
+/// 2 steps plus 1.5 per split, the last split reading every split's fragment back).
 struct launch_plan {
   int block_n, splits, units;
+  int cluster = 0;  ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
 };
 inline launch_plan plan(int M, int N, int K, int sms) {
   const int k_iters = (K + block_k - 1) / block_k;
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
   for (int block_n : {256, 128}) {
+    const double width = block_n == 256 ? 1.0 : 0.55;  // 128 columns: half the work, 10% dearer
     const int tiles = ((M + block_m - 1) / block_m) * ((N + block_n - 1) / block_n);
     for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
       const int units = tiles * splits;
       const int waves = (units + sms - 1) / sms;
       const int k_per_unit = (k_iters + splits - 1) / splits;
-      // Steps per wave ~ k blocks * tile width; the reduction reads every split's fragment back
-      // (about 2 k-blocks' worth of time per split) and the first wave fills the pipeline (2).
-      // 128-column tiles move a third more bytes per MMA step (32 KB per 128x128x64 instead of
-      // 48 KB per 128x256x64): charged 10%.
-      const double cost = (double(waves) * (k_per_unit + 2) * block_n + (splits > 1 ? 2.0 * splits * block_n : 0.0)) *
-                          (block_n == 128 ? 1.1 : 1.0);
+      const double cost = width * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
       if (cost < best_cost * 0.98) {  // prefer the earlier (wider, unsplit) plan on near ties
         best_cost = cost;
         best = {block_n, splits, units};
@@ -364,6 +417,13 @@ inline launch_plan plan(int M, int N, int K, int sms) {
     }
   }
   return best;
+}
+
+/// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
+/// least two row blocks, else 1.
+inline int cluster_for(const launch_plan& lp, int M) {
+  if (lp.cluster != 0) return lp.cluster;
+  return lp.splits == 1 && (M + block_m - 1) / block_m >= 2 ? 2 : 1;
 }
 
 /// The split-K workspace: grown on demand, counters zeroed once (the kernel leaves them zero).
@@ -393,18 +453,43 @@ inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std:
   return {};
 }
 
-template <int BlockN, class Epilogue>
-fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, const launch_plan& lp, int sms,
+template <int BlockN, int Cluster, class Epilogue>
+fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, int units, int sms,
                              const Epilogue& epi, cudaStream_t stream) {
   using cfg = config<BlockN>;
-  auto* kernel = &gemm_kernel<BlockN, Epilogue>;
+  auto* kernel = &gemm_kernel<BlockN, Cluster, Epilogue>;
   if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
   CUtensorMap tma_x{}, tma_w{};
   cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), block_m);
-  if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN);
+  if (err == cudaSuccess) {
+    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
+  }
   if (err == cudaSuccess) err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-  kernel<<<std::min(lp.units, sms), threads, cfg::smem_bytes, stream>>>(tma_x, tma_w, prm, epi);
+  cudaLaunchConfig_t launch{};
+  cudaLaunchAttribute cluster_dims{};
+  cluster_dims.id = cudaLaunchAttributeClusterDimension;
+  cluster_dims.val.clusterDim.x = Cluster;
+  cluster_dims.val.clusterDim.y = 1;
+  cluster_dims.val.clusterDim.z = 1;
+  launch.blockDim = dim3(threads);
+  launch.dynamicSmemBytes = cfg::smem_bytes;
+  launch.stream = stream;
+  launch.attrs = &cluster_dims;
+  launch.numAttrs = 1;
+  int resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
+  if constexpr (Cluster > 1) {
+    launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
+    if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
+  }
+  launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
+  if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d tile 128x%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
+                 prm.M, prm.N, prm.K, BlockN, prm.splits, Cluster, units, launch.gridDim.x, resident);
+  }
+  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi);
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   return fp4fuse::detail::launch_result();
 }
 
@@ -421,9 +506,12 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   if (major != 9 || minor != 0) return {fp4fuse::status::unsupported_architecture, cudaErrorInvalidDeviceFunction};
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
-  const int tiles = ((M + block_m - 1) / block_m) * ((N + lp.block_n - 1) / lp.block_n);
+  const int tiles_m = (M + block_m - 1) / block_m;
+  const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
-  lp.units = tiles * lp.splits;
+  lp.cluster = cluster_for(lp, M);
+  if (lp.cluster != 1 && (lp.cluster != 2 || lp.splits != 1)) return {fp4fuse::status::bad_shape};
+  lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   if (lp.splits > 1) {
     static workspace ws;
@@ -434,8 +522,12 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     prm.partials = ws.partials;
     prm.counters = ws.counters;
   }
-  return lp.block_n == 256 ? launch_tiles<256>(x, w, prm, lp, sms, epi, stream)
-                           : launch_tiles<128>(x, w, prm, lp, sms, epi, stream);
+  if (lp.cluster == 2) {
+    return lp.block_n == 256 ? launch_tiles<256, 2>(x, w, prm, lp.units, sms, epi, stream)
+                             : launch_tiles<128, 2>(x, w, prm, lp.units, sms, epi, stream);
+  }
+  return lp.block_n == 256 ? launch_tiles<256, 1>(x, w, prm, lp.units, sms, epi, stream)
+                           : launch_tiles<128, 1>(x, w, prm, lp.units, sms, epi, stream);
 }
 
 }  // namespace l1_gemm::sm90

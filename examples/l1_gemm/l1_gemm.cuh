@@ -75,7 +75,7 @@ inline fp4fuse::result validate_gemm(const __nv_bfloat16* x, const __nv_bfloat16
 template <class Epilogue>
 inline bool wgmma_runs_here() {
   cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&sm90::gemm_kernel<256, Epilogue>)) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&sm90::gemm_kernel<256, 1, Epilogue>)) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }

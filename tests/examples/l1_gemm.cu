@@ -95,7 +95,9 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   gpu_problem p(T, H, I, salt.c_str());
   p.plan = plan;
   INFO("engine " << l1_gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
-                 << (plan ? std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) : std::string("auto")));
+                 << (plan ? std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) + " x cluster " +
+                                  std::to_string(plan->cluster)
+                            : std::string("auto")));
   p.calibrate(e);
   const l1_gemm::host::scale_layout layout{T, I / 16};
 
@@ -196,7 +198,10 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   }
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
   // split tile (T = 1, 37), several units per CTA (1100 rows).
-  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0}, {128, 1, 0}, {256, 3, 0}, {128, 5, 0}, {128, 16, 0}};
+  // {tile width, K splits, -, CTAs per cluster}: clusters of 2 with an odd number of row blocks
+  // (T = 1, 37, 300: the second CTA's tile lies wholly beyond M).
+  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1}, {256, 1, 0, 2}, {128, 1, 0, 1}, {128, 1, 0, 2},
+                                              {256, 3, 0, 1}, {128, 5, 0, 1}, {128, 16, 0, 1}};
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {300, 512, 1040}, {1100, 1024, 256}};
   for (const auto& plan : plans) {
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
