@@ -91,29 +91,43 @@ struct cublas_gemm {
   int chosen = 0;
 };
 
+std::string describe(const l1_gemm::sm90::launch_plan& p) {
+  return std::string(p.pingpong == 1 ? "ping-pong" : "coop.") + " 128x" + std::to_string(p.block_n) +
+         (p.splits > 1 ? " split " + std::to_string(p.splits) : "") + (p.cluster == 2 ? " cl2" : "");
+}
+
 struct row {
   std::string model;
   int T, H, N;
   double cublas, ours_bf16, flow1, flow2, flow3, w_read;
-  l1_gemm::sm90::launch_plan plan;
+  l1_gemm::sm90::launch_plan plan, fused_plan;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* markdown = nullptr;
-  int force_cluster = 0;  // --cluster 1|2: every non-split plan with that cluster size
+  int force_cluster = 0;
+  int force_pingpong = -1;  // --pingpong 0|1: every non-split plan cooperative / ping-pong
+  // --profile MODEL T: one shape only (model 0 DeepSeek-V3, 1 GPT-OSS), each GEMM run 3 times
+  // without timing, for ncu.
+  int profile_model = -1, profile_tokens = 0;  // --cluster 1|2: every non-split plan with that cluster size
   g_reps = 30;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       g_reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--profile" && i + 2 < argc) {
+      profile_model = std::atoi(argv[++i]);
+      profile_tokens = std::atoi(argv[++i]);
+    } else if (a == "--pingpong" && i + 1 < argc) {
+      force_pingpong = std::atoi(argv[++i]);
     } else if (a == "--cluster" && i + 1 < argc) {
       force_cluster = std::atoi(argv[++i]);
     } else if (a == "--markdown" && i + 1 < argc) {
       markdown = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--cluster 1|2] [--markdown FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--cluster 1|2] [--pingpong 0|1] [--profile MODEL T] [--markdown FILE]\n");
       return 2;
     }
   }
@@ -143,6 +157,7 @@ int main(int argc, char** argv) {
   const int tokens[] = {64, 512, 4096, 16384};
   std::vector<row> rows;
   for (const model& m : models) {
+    if (profile_model >= 0 && &m != &models[profile_model]) continue;
     const int Tmax = 16384, H = m.H, I = m.I, N = 2 * m.I;
     __nv_bfloat16 *x, *w, *gate_up, *h;
     std::uint8_t *packed, *scales;
@@ -161,25 +176,47 @@ int main(int argc, char** argv) {
     fill_bf16<<<4096, 256>>>(w, std::size_t(N) * H, 2u, 2.0f / std::sqrt(static_cast<float>(H)));
     CHECK_CUDA(cudaGetLastError());
     for (int T : tokens) {
+      if (profile_model >= 0 && T != profile_tokens) continue;
       const l1_gemm::problem p{x, w, T, H, I, gate_up, h, packed, scales, S};
       CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::swiglu_bf16<act_t>{h, I, T, I, act_t{}}, engine));
       CHECK_FP4(fp4fuse::amax(h, T, I, I, amax, S));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
       r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
+      r.fused_plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount, /*heavy_epilogue=*/true);
+      if (force_pingpong >= 0 && r.plan.splits == 1) {
+        r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1} : r.fused_plan;
+      }
       if (force_cluster != 0 && r.plan.splits == 1) r.plan.cluster = force_cluster;
       r.plan.cluster = l1_gemm::sm90::cluster_for(r.plan, T);
+      if (force_cluster != 0 && r.fused_plan.splits == 1) r.fused_plan.cluster = force_cluster;
+      r.fused_plan.cluster = l1_gemm::sm90::cluster_for(r.fused_plan, T);
       const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
+      const l1_gemm::sm90::launch_plan* fp = engine == l1_gemm::engine::wgmma ? &r.fused_plan : nullptr;
+      if (profile_model >= 0) {
+        const int saved = g_reps;
+        g_reps = 1;
+        const cublas_gemm cublas(x, w, gate_up, T, N, H);
+        g_reps = saved;
+        for (int i = 0; i < 3; ++i) {
+          cublas.run(x, w, gate_up);
+          CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp));
+          CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp));
+        }
+        CHECK_CUDA(cudaDeviceSynchronize());
+        std::printf("profiled %s T=%d\n", m.name, T);
+        continue;
+      }
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
       r.cublas = time_us([&] { cublas.run(x, w, gate_up); });
       r.ours_bf16 = time_us([&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp)); });
       r.flow1 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); });
-      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, pp)); });
-      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp)); });
+      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); });
+      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); });
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
-      std::printf("tile 128x%d split-K %d cluster %d | ", r.plan.block_n, r.plan.splits, r.plan.cluster);
+      std::printf("%s / %s | ", describe(r.plan).c_str(), describe(r.fused_plan).c_str());
       std::printf("%-11s T=%5d H=%d 2I=%d  cuBLAS %8.1f us %6.1f TF | ours BF16 %8.1f us (%.2fx) | flow1 %.2fx flow2 %.2fx flow3 %.2fx | "
                   "W read %.1f us (flow3 %.2fx)\n",
                   m.name, T, H, N, r.cublas, tf / r.cublas, r.ours_bf16, r.ours_bf16 / r.cublas, r.flow1 / r.cublas,
@@ -197,13 +234,13 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs, L2 flushed before each; time in us (TFLOP/s); "
                  "x = time / cuBLAS time.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
-    std::fprintf(f, "| model | T | our tile, K split, cluster | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
+    std::fprintf(f, "| model | T | our schedule: BF16 store / SwiGLU epilogues (flows 2, 3) | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
                     "flow 3: fused NVFP4 | W read at copy BW |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (const row& r : rows) {
       const double tf = 2.0 * r.T * r.H * r.N * 1e-6;
       auto cell = [&](double t) { return std::to_string(t).substr(0, std::to_string(t).find('.') + 2); };
-      std::fprintf(f, "| %s | %d | 128x%d, %d, %d | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) |\n",
-                   r.model.c_str(), r.T, r.plan.block_n, r.plan.splits, r.plan.cluster, cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
+      std::fprintf(f, "| %s | %d | %s / %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) |\n",
+                   r.model.c_str(), r.T, describe(r.plan).c_str(), describe(r.fused_plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
                    r.ours_bf16 / r.cublas, cell(r.flow1).c_str(), tf / r.flow1, r.flow1 / r.cublas, cell(r.flow2).c_str(), tf / r.flow2,
                    r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read);
     }

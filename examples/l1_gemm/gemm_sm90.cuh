@@ -24,6 +24,7 @@
 #include <cuda/ptx>
 
 #include <cstdio>
+#include <type_traits>
 #include <cstdlib>
 #include <mutex>
 
@@ -366,6 +367,159 @@ __global__ void __launch_bounds__(threads, 1)
 #endif
 }
 
+/// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
+/// wgmma m64n128k16 per K step, 128 accumulators per thread) and the two take alternate tiles,
+/// so one runs its epilogue while the other keeps the tensor cores busy with its mainloop. The
+/// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
+/// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
+/// other has passed the end of its previous one (an order barrier): without it a consumer that
+/// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
+/// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
+template <int Cluster, class Epilogue>
+__global__ void __launch_bounds__(threads, 1)
+    gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
+                         Epilogue epi) {
+#if FP4FUSE_ARCH_IS_SM90A
+  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
+  constexpr int block_n = 128;
+  using cfg = config<block_n>;
+  constexpr int stages = cfg::stages;
+  extern __shared__ unsigned char smem_raw[];
+  const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
+  unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
+  unsigned char* a_ring = smem;
+  unsigned char* b_ring = smem + stages * cfg::a_stage_bytes;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + stages * cfg::stage_bytes);
+  std::uint64_t* empty = full + stages;
+  std::uint64_t* order = empty + stages;  // order[c]: consumer c may start its next mainloop
+
+  const int tiles_m = (prm.M + block_m - 1) / block_m, tiles_n = (prm.N + block_n - 1) / block_n;
+  const int unit_rows = (tiles_m + Cluster - 1) / Cluster;
+  const int k_iters = (prm.K + block_k - 1) / block_k;
+  const int units = unit_rows * tiles_n;
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  const int rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
+  const int first_unit = static_cast<int>(blockIdx.x) / Cluster, unit_stride = static_cast<int>(gridDim.x) / Cluster;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);          // the producer's arrive + the TMA bytes
+      cuda::ptx::mbarrier_init(&empty[s], Cluster);  // the consuming warpgroup of each CTA
+    }
+    cuda::ptx::mbarrier_init(&order[0], 1);
+    cuda::ptx::mbarrier_init(&order[1], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  if constexpr (Cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    detail::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      std::uint32_t phase = 0;
+      for (int unit = first_unit; unit < units; unit += unit_stride) {
+        const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, 1, k_iters);
+        const int m_blk = u.m_blk * Cluster + rank;
+        for (int k = 0; k < k_iters; ++k) {
+          detail::wait_parity(&empty[stage], phase ^ 1);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &full[stage], cfg::stage_bytes);
+          const std::int32_t xc[2] = {k * block_k, m_blk * block_m};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, a_ring + stage * cfg::a_stage_bytes,
+                                          &tma_x, xc, &full[stage]);
+          if constexpr (Cluster == 1) {
+            const std::int32_t wc[2] = {k * block_k, u.n_blk * block_n};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
+                                            &tma_w, wc, &full[stage]);
+          } else {
+            constexpr int half_rows = block_n / 2;
+            const std::int32_t wc[2] = {k * block_k, u.n_blk * block_n + rank * half_rows};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                            b_ring + stage * cfg::b_stage_bytes + rank * half_rows * 128, &tma_w, wc,
+                                            &full[stage], static_cast<std::uint16_t>(0x3));
+          }
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    detail::setmaxnreg_inc<232>();
+    const int consumer = warpgroup - 1;
+    const int thread = static_cast<int>(threadIdx.x % 128);
+    const auto release = [&](int slot) {
+      if (thread != 0) return;
+      if constexpr (Cluster == 1) {
+        cuda::ptx::mbarrier_arrive(&empty[slot]);
+      } else {
+        for (int r = 0; r < Cluster; ++r) detail::arrive_cluster(detail::cluster_address(&empty[slot], static_cast<std::uint32_t>(r)));
+      }
+    };
+    int position = consumer * k_iters;  // ring position of this consumer's next stage
+    std::uint32_t turn_phase = 0;
+    for (int unit = first_unit + consumer * unit_stride; unit < units; unit += 2 * unit_stride, position += 2 * k_iters) {
+      if (position > 0) {  // every mainloop but the CTA's first waits for the other's to pass
+        detail::wait_parity(&order[consumer], turn_phase);
+        turn_phase ^= 1;
+      }
+      const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, 1, k_iters);
+      const int m_blk = u.m_blk * Cluster + rank;
+      int stage = position % stages;
+      std::uint32_t phase = static_cast<std::uint32_t>(position / stages) & 1u;
+      float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
+#pragma unroll
+      for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
+      int previous = -1;
+      for (int k = 0; k < k_iters; ++k) {
+        detail::wait_parity(&full[stage], phase);
+        const std::uint64_t desc_a = detail::smem_descriptor(a_ring + stage * cfg::a_stage_bytes);
+        const std::uint64_t desc_b = detail::smem_descriptor(b_ring + stage * cfg::b_stage_bytes);
+        detail::fence_accumulators(acc[0]);
+        detail::fence_accumulators(acc[1]);
+        detail::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < block_k / 16; ++kk) {
+          detail::wgmma_m64n128k16_bf16(acc[0], desc_a + 2 * kk, desc_b + 2 * kk, 1);
+          detail::wgmma_m64n128k16_bf16(acc[1], desc_a + (64 * 128 >> 4) + 2 * kk, desc_b + 2 * kk, 1);
+        }
+        detail::wgmma_commit();
+        detail::wgmma_wait<1>();
+        detail::fence_accumulators(acc[0]);
+        detail::fence_accumulators(acc[1]);
+        if (previous >= 0) release(previous);
+        previous = stage;
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
+      detail::wgmma_wait<0>();
+      detail::fence_accumulators(acc[0]);
+      detail::fence_accumulators(acc[1]);
+      release(previous);
+      const index_t row0 = static_cast<index_t>(m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
+      epi.warpgroup(acc[0], row0, col0);
+      epi.warpgroup(acc[1], row0 + 64, col0);
+    }
+  }
+  if constexpr (Cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  }
+#else
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi;
+  __trap();
+#endif
+}
+
 /// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle.
 inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
                                    std::uint32_t box_outer) {
@@ -396,9 +550,10 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 /// 2 steps plus 1.5 per split, the last split reading every split's fragment back).
 struct launch_plan {
   int block_n, splits, units;
-  int cluster = 0;  ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
+  int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
+  int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); -1: choose
 };
-inline launch_plan plan(int M, int N, int K, int sms) {
+inline launch_plan plan(int M, int N, int K, int sms, bool heavy_epilogue = false) {
   const int k_iters = (K + block_k - 1) / block_k;
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
@@ -416,8 +571,21 @@ inline launch_plan plan(int M, int N, int K, int sms) {
       }
     }
   }
+  // Enough 128 x 128 tiles for two per CTA: the ping-pong schedule overlaps one consumer's
+  // epilogue with the other's mainloop. Measured on the H200 (bench/RESULTS.md) it wins for the
+  // plain BF16 store and loses for the SwiGLU epilogues (fused NVFP4 and compact BF16), whose
+  // ALU-bound work slows the other consumer's wgmma issue more than the overlap saves: those
+  // declare themselves heavy and stay cooperative.
+  const int tiles128 = ((M + block_m - 1) / block_m) * ((N + 127) / 128);
+  if (!heavy_epilogue && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1};
   return best;
 }
+
+/// True for epilogues that declare `static constexpr bool heavy_epilogue = true` (the fused NVFP4).
+template <class Epilogue, class = void>
+inline constexpr bool is_heavy_epilogue = false;
+template <class Epilogue>
+inline constexpr bool is_heavy_epilogue<Epilogue, std::void_t<decltype(Epilogue::heavy_epilogue)>> = Epilogue::heavy_epilogue;
 
 /// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
 /// least two row blocks, else 1.
@@ -453,11 +621,19 @@ inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std:
   return {};
 }
 
-template <int BlockN, int Cluster, class Epilogue>
+/// Launches one of the two kernels: tensor maps, shared-memory size, cluster shape, a persistent
+/// grid of at most the resident CTAs.
+template <int BlockN, int Cluster, bool Pingpong, class Epilogue>
 fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, int units, int sms,
                              const Epilogue& epi, cudaStream_t stream) {
   using cfg = config<BlockN>;
-  auto* kernel = &gemm_kernel<BlockN, Cluster, Epilogue>;
+  auto* kernel = [] {
+    if constexpr (Pingpong) {
+      return &gemm_pingpong_kernel<Cluster, Epilogue>;
+    } else {
+      return &gemm_kernel<BlockN, Cluster, Epilogue>;
+    }
+  }();
   if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
   CUtensorMap tma_x{}, tma_w{};
   cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), block_m);
@@ -485,8 +661,9 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   }
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d tile 128x%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
-                 prm.M, prm.N, prm.K, BlockN, prm.splits, Cluster, units, launch.gridDim.x, resident);
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile 128x%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockN, prm.splits, Cluster, units,
+                 launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
@@ -505,12 +682,13 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   if (major != 9 || minor != 0) return {fp4fuse::status::unsupported_architecture, cudaErrorInvalidDeviceFunction};
-  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, is_heavy_epilogue<Epilogue>);
   const int tiles_m = (M + block_m - 1) / block_m;
   const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
   lp.cluster = cluster_for(lp, M);
   if (lp.cluster != 1 && (lp.cluster != 2 || lp.splits != 1)) return {fp4fuse::status::bad_shape};
+  if (lp.pingpong == 1 && (lp.splits != 1 || lp.block_n != 128)) return {fp4fuse::status::bad_shape};
   lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   if (lp.splits > 1) {
@@ -522,12 +700,16 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     prm.partials = ws.partials;
     prm.counters = ws.counters;
   }
-  if (lp.cluster == 2) {
-    return lp.block_n == 256 ? launch_tiles<256, 2>(x, w, prm, lp.units, sms, epi, stream)
-                             : launch_tiles<128, 2>(x, w, prm, lp.units, sms, epi, stream);
+  if (lp.pingpong == 1) {
+    return lp.cluster == 2 ? launch_tiles<128, 2, true>(x, w, prm, lp.units, sms, epi, stream)
+                           : launch_tiles<128, 1, true>(x, w, prm, lp.units, sms, epi, stream);
   }
-  return lp.block_n == 256 ? launch_tiles<256, 1>(x, w, prm, lp.units, sms, epi, stream)
-                           : launch_tiles<128, 1>(x, w, prm, lp.units, sms, epi, stream);
+  if (lp.cluster == 2) {
+    return lp.block_n == 256 ? launch_tiles<256, 2, false>(x, w, prm, lp.units, sms, epi, stream)
+                             : launch_tiles<128, 2, false>(x, w, prm, lp.units, sms, epi, stream);
+  }
+  return lp.block_n == 256 ? launch_tiles<256, 1, false>(x, w, prm, lp.units, sms, epi, stream)
+                           : launch_tiles<128, 1, false>(x, w, prm, lp.units, sms, epi, stream);
 }
 
 }  // namespace l1_gemm::sm90

@@ -40,6 +40,39 @@ TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the ho
   }
 }
 
+TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
+  using l1_gemm::sm90::plan;
+  constexpr int sms = 132;  // H200
+  for (int T : {1, 64, 512, 4096, 16384, 100000}) {
+    for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
+      for (bool heavy : {false, true}) {
+        const l1_gemm::sm90::launch_plan p = plan(T, N, H, sms, heavy);
+        INFO("T=" << T << " H=" << H << " N=" << N << " heavy=" << heavy);
+        CHECK((p.block_n == 128 || p.block_n == 256));
+        CHECK(p.splits >= 1);
+        CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
+        const int tiles = ((T + 127) / 128) * ((N + p.block_n - 1) / p.block_n);
+        CHECK(p.units == tiles * p.splits);
+        if (p.pingpong == 1) {
+          CHECK(!heavy);  // ALU-bound epilogues stay cooperative
+          CHECK(p.splits == 1);
+          CHECK(p.block_n == 128);
+          CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
+        }
+        const int cluster = l1_gemm::sm90::cluster_for(p, T);
+        CHECK((cluster == 1 || cluster == 2));
+        if (cluster == 2) CHECK((p.splits == 1 && T > 128));
+      }
+    }
+  }
+  // Decode-sized T splits K to fill the chip; large T does not.
+  CHECK(plan(64, 4096, 7168, sms).splits > 1);
+  CHECK(plan(64, 4096, 7168, sms).units >= sms / 2);
+  CHECK(plan(16384, 4096, 7168, sms).splits == 1);
+  CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
+  CHECK(plan(16384, 4096, 7168, sms, true).pingpong != 1);
+}
+
 namespace {
 
 struct gpu_problem {
@@ -96,7 +129,7 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   p.plan = plan;
   INFO("engine " << l1_gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
                  << (plan ? std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) + " x cluster " +
-                                  std::to_string(plan->cluster)
+                                  std::to_string(plan->cluster) + (plan->pingpong == 1 ? " ping-pong" : " cooperative")
                             : std::string("auto")));
   p.calibrate(e);
   const l1_gemm::host::scale_layout layout{T, I / 16};
@@ -198,11 +231,15 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   }
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
   // split tile (T = 1, 37), several units per CTA (1100 rows).
-  // {tile width, K splits, -, CTAs per cluster}: clusters of 2 with an odd number of row blocks
-  // (T = 1, 37, 300: the second CTA's tile lies wholly beyond M).
-  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1}, {256, 1, 0, 2}, {128, 1, 0, 1}, {128, 1, 0, 2},
-                                              {256, 3, 0, 1}, {128, 5, 0, 1}, {128, 16, 0, 1}};
-  const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {300, 512, 1040}, {1100, 1024, 256}};
+  // {tile width, K splits, -, CTAs per cluster, ping-pong}: clusters of 2 with an odd number of
+  // row blocks (T = 1, 37, 300: the second CTA's tile lies wholly beyond M); ping-pong with one
+  // tile per CTA (the second consumer idle) and with several.
+  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1, 0}, {256, 1, 0, 2, 0}, {128, 1, 0, 1, 0}, {128, 1, 0, 2, 0},
+                                              {256, 3, 0, 1, 0}, {128, 5, 0, 1, 0}, {128, 16, 0, 1, 0},
+                                              {128, 1, 0, 1, 1}, {128, 1, 0, 2, 1}};
+  // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
+  // ring position skips whole passes of the ring).
+  const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {300, 512, 1040}, {1100, 1024, 256}, {4096, 512, 2048}};
   for (const auto& plan : plans) {
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
   }
