@@ -1,10 +1,9 @@
 // The L1 GEMM against cuBLAS: for DeepSeek-V3 (H = 7168, 2I = 4096) and GPT-OSS (H = 2880,
 // 2I = 5760), T in {64, 512, 4096, 16384}: cuBLASLt's BF16 GEMM (the fastest of its heuristic's
 // algorithms, chosen in this run), our GEMM with BF16 output, and the three flows of the example
-// end to end (flows 1 and 2 include their standalone kernel). The five are timed round-robin
-// (each round runs all five, L2 flushed before each run) so that the H200's power and clock drift
-// affect them alike; median time and TFLOP/s, ratios to cuBLAS from the same rounds, and for each
-// shape the time to read W once at the device-copy bandwidth measured in the same run.
+// end to end (flows 1 and 2 include their standalone kernel). Median time (L2 flushed before
+// every run) and TFLOP/s, ratios to cuBLAS from the same run, and for each shape the time to
+// read W once at the device-copy bandwidth measured in the same run.
 //
 //   bench_gemm [--reps N] [--markdown FILE] [--cluster 1|2] [--pingpong 0|1] [--profile MODEL T]
 //   (--cluster / --pingpong force the schedule of unsplit plans; --profile runs one shape
@@ -149,7 +148,7 @@ int main(int argc, char** argv) {
   const double copy_gbps = 2.0 * copy_bytes / (time_us([&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }) * 1e-6) / 1e9;
   CHECK_CUDA(cudaFree(src));
   CHECK_CUDA(cudaFree(dst));
-  std::printf("%s, device copy %.0f GB/s, engine %s, median of %d interleaved rounds, L2 flushed before each run\n\n", prop.name, copy_gbps,
+  std::printf("%s, device copy %.0f GB/s, engine %s, median of %d runs, L2 flushed before each\n\n", prop.name, copy_gbps,
               l1_gemm::engine_name(engine), g_reps);
 
   struct model {
@@ -211,19 +210,11 @@ int main(int argc, char** argv) {
         continue;
       }
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
-      // Interleaved: one round runs all five, so power and clock drift hit them alike.
-      const std::vector<double> t = time_us_interleaved({
-          [&] { cublas.run(x, w, gate_up); },
-          [&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); },
-      });
-      r.cublas = t[0];
-      r.ours_bf16 = t[1];
-      r.flow1 = t[2];
-      r.flow2 = t[3];
-      r.flow3 = t[4];
+      r.cublas = time_us([&] { cublas.run(x, w, gate_up); });
+      r.ours_bf16 = time_us([&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp)); });
+      r.flow1 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); });
+      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); });
+      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); });
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
@@ -243,7 +234,7 @@ int main(int argc, char** argv) {
       std::perror(markdown);
       return 1;
     }
-    std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d interleaved rounds (each runs all five), L2 flushed before each run; time in us (TFLOP/s); "
+    std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs, L2 flushed before each; time in us (TFLOP/s); "
                  "x = time / cuBLAS time.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
     std::fprintf(f, "| model | T | our schedule: BF16 store / SwiGLU epilogues (flows 2, 3) | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
                     "flow 3: fused NVFP4 | W read at copy BW |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");

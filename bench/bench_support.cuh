@@ -59,40 +59,6 @@ inline double time_us(const std::function<void()>& launch) {
   return t[t.size() / 2];
 }
 
-/// Median times in microseconds of several launches measured round-robin: each of `g_reps`
-/// rounds runs every launch once (L2 flushed before each), so clock and power drift over the run
-/// affect all of them alike and their ratios stay meaningful.
-inline std::vector<double> time_us_interleaved(const std::vector<std::function<void()>>& launches) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i)
-    for (const auto& launch : launches) launch();
-  CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<std::vector<float>> t(launches.size());
-  for (int i = 0; i < g_reps; ++i) {
-    for (std::size_t j = 0; j < launches.size(); ++j) {
-      CHECK_CUDA(cudaMemsetAsync(g_flush, (i + static_cast<int>(j)) & 0xFF, flush_bytes));
-      CHECK_CUDA(cudaEventRecord(a));
-      launches[j]();
-      CHECK_CUDA(cudaEventRecord(b));
-      CHECK_CUDA(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-      t[j].push_back(ms * 1000.0f);
-    }
-  }
-  CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaEventDestroy(a));
-  CHECK_CUDA(cudaEventDestroy(b));
-  std::vector<double> medians;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    medians.push_back(v[v.size() / 2]);
-  }
-  return medians;
-}
-
 __global__ void empty_kernel() {}
 
 /// Fills p[0, n) with hashed values uniform in [-amplitude, amplitude) (steps of amplitude / 2^15).

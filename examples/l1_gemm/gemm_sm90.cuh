@@ -655,20 +655,9 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   launch.numAttrs = 1;
   int resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
   if constexpr (Cluster > 1) {
-    // Asked once per kernel (the query costs host time on every launch otherwise; one device).
-    static int resident_clusters = 0;
-    if (resident_clusters == 0) {
-      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident_clusters, kernel, &launch)) != cudaSuccess) {
-        resident_clusters = 0;
-        return {fp4fuse::status::cuda_error, err};
-      }
-      if (resident_clusters < 1) {
-        resident_clusters = 0;
-        return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
-      }
-    }
-    resident = resident_clusters;
+    launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
+    if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
   }
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
