@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the main example (examples/quickstart.cu). Without a GPU it runs the host path
-# and says so. Arguments go to the example: [M] [K] [I].
+# Builds and runs the examples: examples/quickstart.cu, then the L1 GEMM example
+# (examples/l1_gemm.cu). Without a GPU both run their host paths and say so. Arguments go to the
+# L1 GEMM example: [T] [H] [I] [--engine auto|wgmma|mma] [--reps N] [--check-rows N] [--seed S].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -9,5 +10,7 @@ build=build/example
 if [ ! -d "$build" ]; then
   meson setup "$build" -Dtests=disabled -Dbench=false
 fi
-meson compile -C "$build" quickstart
-"$build/examples/quickstart" "$@"
+meson compile -C "$build" quickstart l1_gemm
+"$build/examples/quickstart"
+echo
+"$build/examples/l1_gemm" "$@"
