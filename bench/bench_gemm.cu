@@ -76,6 +76,10 @@ struct cublas_gemm {
         chosen = i;
       }
     }
+    if (algorithms_tried == 0) {
+      std::fprintf(stderr, "cuBLASLt: no usable algorithm among %d candidates\n", found);
+      std::exit(1);
+    }
     algo = results[chosen].algo;
   }
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out) const {

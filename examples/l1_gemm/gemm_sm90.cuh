@@ -594,14 +594,15 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && (M + block_m - 1) / block_m >= 2 ? 2 : 1;
 }
 
-/// The split-K workspace: grown on demand, counters zeroed once (the kernel leaves them zero).
-/// Shared by all launches of this process: launches that split K must not run concurrently.
+/// The split-K workspace of one device: grown on demand, counters zeroed on `stream` when
+/// allocated (the kernel leaves them zero). Shared by all launches on that device: launches that
+/// split K must not run concurrently, and an aborted one leaves the counters undefined.
 struct workspace {
   float* partials = nullptr;
   unsigned* counters = nullptr;
   std::size_t partial_floats = 0, counter_count = 0;
 };
-inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std::size_t counters) {
+inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std::size_t counters, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (floats > ws.partial_floats) {
     if (ws.partials != nullptr) cudaFree(ws.partials);
@@ -615,7 +616,9 @@ inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std:
     ws.counters = nullptr;
     ws.counter_count = 0;
     if ((err = cudaMalloc(&ws.counters, counters * sizeof(unsigned))) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-    if ((err = cudaMemset(ws.counters, 0, counters * sizeof(unsigned))) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+    if ((err = cudaMemsetAsync(ws.counters, 0, counters * sizeof(unsigned), stream)) != cudaSuccess) {
+      return {fp4fuse::status::cuda_error, err};
+    }
     ws.counter_count = counters;
   }
   return {};
@@ -683,6 +686,7 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   if (major != 9 || minor != 0) return {fp4fuse::status::unsupported_architecture, cudaErrorInvalidDeviceFunction};
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, is_heavy_epilogue<Epilogue>);
+  if (lp.block_n != 256 && lp.block_n != 128) return {fp4fuse::status::bad_shape};
   const int tiles_m = (M + block_m - 1) / block_m;
   const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
@@ -692,11 +696,13 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   if (lp.splits > 1) {
-    static workspace ws;
+    static workspace per_device[64];
     static std::mutex ws_mutex;
+    if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
     const std::lock_guard<std::mutex> lock(ws_mutex);
+    workspace& ws = per_device[device];
     const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * (lp.block_n / 2) * 128;
-    if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2); !r) return r;
+    if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
     prm.partials = ws.partials;
     prm.counters = ws.counters;
   }

@@ -12,6 +12,7 @@
 // do with a calibrated activation scale) and TransformerEngine's recipe. Two GEMM engines: the
 // sm_90a TMA + wgmma kernel (gemm_sm90.cuh) and the portable mma.sync kernel (gemm_mma.cuh).
 #include <algorithm>
+#include <mutex>
 #include <type_traits>
 
 #include "gemm_mma.cuh"
@@ -68,33 +69,65 @@ inline fp4fuse::result validate_gemm(const __nv_bfloat16* x, const __nv_bfloat16
   if (!fp4fuse::detail::is_aligned(x, 16) || !fp4fuse::detail::is_aligned(w, 16)) return {status::misaligned_pointer};
   if (M < 1 || N < 8 || K < 8) return {status::bad_shape};
   if (K % 8 != 0 || N % 8 != 0) return {status::not_multiple_of_block};  // 16-byte rows for TMA and vector loads
+  // The kernels' tile and unit counts are int: keep M, N, K and (tiles x splits) well inside it.
+  constexpr int limit = 1 << 30;
+  if (M > limit || N > limit || K > limit) return {status::bad_shape};
+  if (static_cast<std::int64_t>(M / 128 + 1) * (N / 128 + 1) * 16 > limit) return {status::bad_shape};
   return {};
 }
 
-/// True when the wgmma kernel can run here: an sm_90 device and an sm_90a image of the kernel.
-template <class Epilogue>
+/// A forced plan must name a kernel that exists: 256- or 128-wide tiles, 1..16 splits, clusters
+/// of 1 or 2 only without a split, ping-pong only 128 wide and unsplit.
+inline fp4fuse::result validate_plan(const sm90::launch_plan* p) {
+  if (p == nullptr) return {};
+  const bool ok = (p->block_n == 256 || p->block_n == 128) && p->splits >= 1 && p->splits <= 16 &&
+                  (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
+                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1;
+  return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
+}
+
+/// Writes 1 from an sm_90a image, 0 from any other: whether this build's image for the current
+/// device has the wgmma path (an sm_90 image without `a` compiles it to a trap).
+template <int = 0>
+__global__ void sm90a_image_probe(int* has_wgmma) {
+  *has_wgmma = FP4FUSE_ARCH_IS_SM90A;
+}
+
+/// True when the wgmma kernel can run here: an sm_90 device and an sm_90a image in this build.
+/// The first call per device launches a one-thread probe and synchronises (not while a stream is
+/// being captured); the answer is cached.
 inline bool wgmma_runs_here() {
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&sm90::gemm_kernel<256, 1, Epilogue>)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  return major == 9 && minor == 0 && attributes.binaryVersion == 90;
+  if (major != 9 || minor != 0 || device < 0 || device >= 64) return false;
+  static int cached[64] = {};  // 0 unknown, 1 yes, 2 no
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (cached[device] == 0) {
+    int* flag = nullptr;
+    int has = 0;
+    bool ok = cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
+    if (ok) {
+      sm90a_image_probe<<<1, 1>>>(flag);
+      ok = cudaGetLastError() == cudaSuccess && cudaMemcpy(&has, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+    }
+    if (flag != nullptr) (void)cudaFree(flag);
+    (void)cudaGetLastError();  // a failed probe (no image at all) is an answer, not the caller's error
+    cached[device] = ok && has == 1 ? 1 : 2;
+  }
+  return cached[device] == 1;
 }
 
 }  // namespace detail
 
 /// The engine `e` resolves to on the current device.
-template <class Epilogue = store_bf16>
 inline engine resolve(engine e) {
   if (e != engine::automatic) return e;
-  return detail::wgmma_runs_here<Epilogue>() ? engine::wgmma : engine::mma_sync;
+  return detail::wgmma_runs_here() ? engine::wgmma : engine::mma_sync;
 }
 
 /// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi`. Errors: null/misaligned pointers, shapes,
@@ -104,9 +137,10 @@ template <class Epilogue>
 fp4fuse::result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi, engine e,
                      cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr) {
   if (const fp4fuse::result v = detail::validate_gemm(x, w, M, N, K); !v) return v;
-  e = resolve<Epilogue>(e);
+  if (const fp4fuse::result v = detail::validate_plan(force_plan); !v) return v;
+  e = resolve(e);
   if (e == engine::wgmma) {
-    if (!detail::wgmma_runs_here<Epilogue>()) return {fp4fuse::status::unsupported_architecture};
+    if (!detail::wgmma_runs_here()) return {fp4fuse::status::unsupported_architecture};
     return sm90::launch(x, w, M, N, K, epi, stream, force_plan);
   }
   return mma::launch(x, w, M, N, K, epi, stream);
@@ -138,7 +172,8 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
   if constexpr (std::is_same_v<Flow, flow::interleaved_bf16>) {
     if (p.gate_up == nullptr) return {status::null_pointer};
     if (!fp4fuse::detail::is_aligned(p.gate_up, 16)) return {status::misaligned_pointer};
-    // validate_problem covered what the second kernel checks: an error launches nothing.
+    // validate_problem covered what the second kernel checks (but for its grid limit, which no
+    // problem that fits in memory reaches): an error launches nothing.
     const fp4fuse::swiglu_args<__nv_bfloat16> args{p.gate_up, T, I, 2 * I, p.packed, I / 2, p.scales, p.global_encode_scale};
     if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, store_bf16{p.gate_up, 2 * I, T, 2 * I}, e, stream, force_plan); !r) {
       return r;

@@ -73,6 +73,55 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(16384, 4096, 7168, sms, true).pingpong != 1);
 }
 
+TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
+  // Fake, aligned, never dereferenced pointers: every case below fails validation, which runs on
+  // the host before the engine is resolved or anything is launched (so this runs without a GPU).
+  const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
+  l1_gemm::problem good{static_cast<const __nv_bfloat16*>(fake(0x100000)), static_cast<const __nv_bfloat16*>(fake(0x200000)),
+                        64, 128, 64, static_cast<__nv_bfloat16*>(fake(0x300000)), static_cast<__nv_bfloat16*>(fake(0x400000)),
+                        static_cast<std::uint8_t*>(fake(0x500000)), static_cast<std::uint8_t*>(fake(0x600000)),
+                        static_cast<const float*>(fake(0x700000))};
+  using fp4fuse::status;
+  const auto all_flows = [&](const l1_gemm::problem& a, status want, const l1_gemm::sm90::launch_plan* plan = nullptr) {
+    CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, l1_gemm::engine::automatic, nullptr, plan).code == want);
+    CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, l1_gemm::engine::automatic, nullptr, plan).code == want);
+    CHECK(l1_gemm::run(a, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, l1_gemm::engine::wgmma, nullptr, plan).code == want);
+  };
+  l1_gemm::problem a = good;
+  a.x = nullptr;
+  all_flows(a, status::null_pointer);
+  a = good;
+  a.x = static_cast<const __nv_bfloat16*>(fake(0x100008));
+  all_flows(a, status::misaligned_pointer);
+  a = good;
+  a.global_encode_scale = static_cast<const float*>(fake(0x700002));
+  all_flows(a, status::misaligned_pointer);
+  a = good;
+  a.H = 4;
+  all_flows(a, status::bad_shape);
+  a = good;
+  a.T = -3;
+  all_flows(a, status::bad_shape);
+  a = good;
+  a.I = 24;
+  all_flows(a, status::not_multiple_of_block);
+  a = good;
+  a.T = 1 << 30;
+  a.I = 1 << 20;  // T x I beyond 2^40
+  all_flows(a, status::bad_shape);
+  // Forced plans that name no kernel.
+  for (const l1_gemm::sm90::launch_plan& bad : {l1_gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
+                                                {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1}}) {
+    INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
+    all_flows(good, status::bad_shape, &bad);
+  }
+  // The GEMM alone: K and N limits.
+  const auto* x = static_cast<const __nv_bfloat16*>(fake(0x100000));
+  CHECK(l1_gemm::gemm(x, x, 64, 64, 60, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::not_multiple_of_block);
+  CHECK(l1_gemm::gemm(x, x, 64, 60, 64, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::not_multiple_of_block);
+  CHECK(l1_gemm::gemm(x, x, (1 << 30) + 8, 64, 64, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::bad_shape);
+}
+
 namespace {
 
 struct gpu_problem {
@@ -203,6 +252,24 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   }
   CHECK(gu_bad == 0);
   CHECK(flow1_diff == 0);
+
+  // Every row, not only the float64-checked ones: the wgmma engine's BF16 gate/up against the
+  // mma.sync engine's (different accumulation order: within 2 BF16 ulps).
+  if (e == l1_gemm::engine::wgmma) {
+    device_buffer other(p.gate_up.bytes());
+    REQUIRE(static_cast<bool>(l1_gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), T, 2 * I, H,
+                                            l1_gemm::store_bf16{other.as<__nv_bfloat16>(), 2 * I, T, 2 * I},
+                                            l1_gemm::engine::mma_sync)));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    const auto mine = p.gate_up.download(), theirs = other.download();
+    std::size_t far = 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(T) * 2 * I; ++i) {
+      const float a = bf16_at(mine, i), b = bf16_at(theirs, i);
+      far += !(std::fabs(a - b) <= std::fabs(b) * 0.016f + 1e-5f);
+    }
+    CHECK(far == 0);
+    CHECK(other.guard_intact());
+  }
   CHECK(p.guards());
 }
 
@@ -216,9 +283,9 @@ std::vector<l1_gemm::engine> engines_here() {
 
 TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[gpu][examples]") {
   for (l1_gemm::engine e : engines_here()) {
-    // T = 1; T % 128 != 0; I % 64 != 0 (80, 208, 1040); H % 64 != 0 (72, 200); partial N tiles
+    // T = 1; T % 128 != 0; I % 64 != 0 (80, 208, 1040); H % 64 != 0 (40 < 64, 72, 200); partial N tiles
     // (2I % 256 != 0); GPT-OSS's H = 2880, I = 2880; several tiles per CTA of the persistent kernel.
-    const int shapes[][3] = {{1, 64, 16}, {1, 7168, 2048}, {37, 72, 80}, {130, 200, 208},
+    const int shapes[][3] = {{1, 64, 16}, {1, 40, 16}, {1, 7168, 2048}, {37, 72, 80}, {130, 200, 208},
                              {300, 512, 1040}, {128, 2880, 2880}, {1100, 256, 2048}};
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], e);
   }
@@ -239,7 +306,8 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
                                               {128, 1, 0, 1, 1}, {128, 1, 0, 2, 1}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
-  const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {300, 512, 1040}, {1100, 1024, 256}, {4096, 512, 2048}};
+  const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
+                           {4096, 512, 2048}};
   for (const auto& plan : plans) {
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
   }

@@ -12,7 +12,9 @@ import sys
 
 nvcc, include, source = sys.argv[1:4]
 expectations = {
-    "90a": (["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "cp.async.bulk.tensor.2d",
+    "90a": (["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+             "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "cp.async.bulk.tensor.2d",
+             "multicast::cluster", "mapa.shared::cluster",
              "setmaxnreg.inc.sync.aligned.u32", "mbarrier.try_wait.parity", "mma.sync.aligned.m16n8k16"],
             ["cvt.rn.satfinite.e2m1x2.f32"]),
     "100a": (["cvt.rn.satfinite.e2m1x2.f32", "mma.sync.aligned.m16n8k16", "trap"], ["wgmma.mma_async"]),

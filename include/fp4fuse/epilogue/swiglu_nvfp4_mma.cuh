@@ -30,7 +30,7 @@ struct nvfp4_epilogue_output {
   cuda::std::uint8_t* scales;      ///< the scale tensor of `layout`
   Layout layout;                   ///< scale layout built for {rows, cols / 16}
   cuda::std::int64_t rows;         ///< M: rows at or beyond it are not written
-  cuda::std::int64_t cols;         ///< I: blocks at or beyond it are not written
+  cuda::std::int64_t cols;         ///< I, a multiple of 16: blocks at or beyond cols / 16 are not written
 };
 
 /// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4. Warp-collective:
