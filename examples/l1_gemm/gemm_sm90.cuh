@@ -195,6 +195,126 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
   return u;
 }
 
+/// The shared-memory ring of a kernel with BlockN-wide tiles, aligned to the 128-byte swizzle's
+/// 1024-byte period: `stages` X tiles, then `stages` W tiles, their full and empty barriers, then
+/// 16 bytes the consumers use for hand-offs (split-K flags or the ping-pong order barriers).
+template <int BlockN>
+struct ring {
+  using cfg = config<BlockN>;
+  unsigned char* a;
+  unsigned char* b;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+  void* hand_off;
+  __device__ explicit ring(unsigned char* smem_raw) {
+    const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
+    unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
+    a = smem;
+    b = smem + cfg::stages * cfg::a_stage_bytes;
+    full = reinterpret_cast<std::uint64_t*>(smem + cfg::stages * cfg::stage_bytes);
+    empty = full + cfg::stages;
+    hand_off = empty + cfg::stages;
+  }
+};
+
+/// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
+/// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, nothing
+/// written). Units are split `splits` ways along K.
+template <int BlockN, int Cluster>
+struct unit_schedule {
+  int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank;
+  __device__ unit_schedule(const params& prm, int splits_) {
+    const int tiles_m = (prm.M + block_m - 1) / block_m;
+    tiles_n = (prm.N + BlockN - 1) / BlockN;
+    unit_rows = (tiles_m + Cluster - 1) / Cluster;
+    k_iters = (prm.K + block_k - 1) / block_k;
+    splits = splits_;
+    units = unit_rows * tiles_n * splits;
+    first = static_cast<int>(blockIdx.x) / Cluster;
+    stride = static_cast<int>(gridDim.x) / Cluster;
+    rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
+  }
+  /// Unit `unit` with its row block already mapped to this CTA.
+  __device__ work_unit at(int unit) const {
+    work_unit u = unit_at(unit, unit_rows, tiles_n, splits, k_iters);
+    u.m_blk = u.m_blk * Cluster + rank;
+    return u;
+  }
+};
+
+/// All threads of the CTA (Cluster == 1) or of the cluster (Cluster == 2) meet.
+template <int Cluster>
+__device__ __forceinline__ void cluster_sync() {
+  if constexpr (Cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
+}
+
+/// Thread 0 initialises the ring's barriers (full: the producer's arrive + the TMA bytes; empty:
+/// `empty_arrivals` per phase); then the CTA, or the cluster, synchronises so that every CTA's
+/// barriers exist before any TMA multicast or remote arrive reaches them.
+template <int BlockN, int Cluster>
+__device__ __forceinline__ void init_ring(const ring<BlockN>& r, std::uint32_t empty_arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < config<BlockN>::stages; ++s) {
+      cuda::ptx::mbarrier_init(&r.full[s], 1);
+      cuda::ptx::mbarrier_init(&r.empty[s], empty_arrivals);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  cluster_sync<Cluster>();
+}
+
+/// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
+/// into the ring. With clusters each CTA loads half of the W tile and multicasts it to both CTAs'
+/// slots (same offsets).
+template <int BlockN, int Cluster>
+__device__ __forceinline__ void produce(const ring<BlockN>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
+                                        const unit_schedule<BlockN, Cluster>& sched) {
+  using cfg = config<BlockN>;
+  int stage = 0;
+  std::uint32_t phase = 0;
+  for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+    const work_unit u = sched.at(unit);
+    for (int k = u.k_begin; k < u.k_end; ++k) {
+      wait_parity(&r.empty[stage], phase ^ 1);
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &r.full[stage], cfg::stage_bytes);
+      const std::int32_t xc[2] = {k * block_k, u.m_blk * block_m};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
+                                      &tma_x, xc, &r.full[stage]);
+      if constexpr (Cluster == 1) {
+        const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
+                                        &tma_w, wc, &r.full[stage]);
+      } else {
+        constexpr int half_rows = BlockN / 2;
+        const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN + sched.rank * half_rows};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                        r.b + stage * cfg::b_stage_bytes + sched.rank * half_rows * 128, &tma_w, wc,
+                                        &r.full[stage], static_cast<std::uint16_t>(0x3));
+      }
+      if (++stage == cfg::stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+/// A consumer's thread 0 releases a ring slot to the producer of every CTA of the cluster.
+template <int Cluster>
+__device__ __forceinline__ void release_slot(std::uint64_t* empty_slot) {
+  if constexpr (Cluster == 1) {
+    cuda::ptx::mbarrier_arrive(empty_slot);
+  } else {
+    for (int r = 0; r < Cluster; ++r) arrive_cluster(cluster_address(empty_slot, static_cast<std::uint32_t>(r)));
+  }
+}
+
 }  // namespace detail
 
 /// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
@@ -208,72 +328,15 @@ __global__ void __launch_bounds__(threads, 1)
   using cfg = config<BlockN>;
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
-  const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
-  unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
-  unsigned char* a_ring = smem;
-  unsigned char* b_ring = smem + stages * cfg::a_stage_bytes;
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + stages * cfg::stage_bytes);
-  std::uint64_t* empty = full + stages;
-  auto* last_flag = reinterpret_cast<int*>(empty + stages);
-
-  // With clusters, a unit is a pair of vertically adjacent tiles; CTA `rank` takes row block
-  // 2 * pair + rank (beyond M for the odd last one: zero-filled, nothing written).
-  const int tiles_m = (prm.M + block_m - 1) / block_m, tiles_n = (prm.N + BlockN - 1) / BlockN;
-  const int unit_rows = (tiles_m + Cluster - 1) / Cluster;
-  const int k_iters = (prm.K + block_k - 1) / block_k;
-  const int units = unit_rows * tiles_n * prm.splits;
+  const detail::ring<BlockN> ring(smem_raw);
+  auto* last_flag = static_cast<int*>(ring.hand_off);
+  const detail::unit_schedule<BlockN, Cluster> sched(prm, prm.splits);
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
-  const int rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
-  const int first_unit = static_cast<int>(blockIdx.x) / Cluster, unit_stride = static_cast<int>(gridDim.x) / Cluster;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
-      cuda::ptx::mbarrier_init(&full[s], 1);             // the producer's arrive + the TMA bytes
-      cuda::ptx::mbarrier_init(&empty[s], 2 * Cluster);  // each consumer warpgroup of the cluster
-    }
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-  }
-  if constexpr (Cluster > 1) {
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);  // barriers initialised cluster-wide
-    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
-  } else {
-    __syncthreads();
-  }
+  detail::init_ring<BlockN, Cluster>(ring, 2 * Cluster);  // empty: each consumer warpgroup of the cluster
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) {
-      int stage = 0;
-      std::uint32_t phase = 0;
-      for (int unit = first_unit; unit < units; unit += unit_stride) {
-        const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, prm.splits, k_iters);
-        const int m_blk = u.m_blk * Cluster + rank;
-        for (int k = u.k_begin; k < u.k_end; ++k) {
-          detail::wait_parity(&empty[stage], phase ^ 1);
-          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               &full[stage], cfg::stage_bytes);
-          const std::int32_t xc[2] = {k * block_k, m_blk * block_m};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, a_ring + stage * cfg::a_stage_bytes,
-                                          &tma_x, xc, &full[stage]);
-          if constexpr (Cluster == 1) {
-            const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
-                                            &tma_w, wc, &full[stage]);
-          } else {
-            // This CTA's half of the W tile, written into both CTAs' slots (same offsets).
-            constexpr int half_rows = BlockN / 2;
-            const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN + rank * half_rows};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                            b_ring + stage * cfg::b_stage_bytes + rank * half_rows * 128, &tma_w, wc,
-                                            &full[stage], static_cast<std::uint16_t>(0x3));
-          }
-          if (++stage == stages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-    }
+    if (threadIdx.x == 0) detail::produce(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     constexpr int registers = BlockN / 2;
@@ -281,26 +344,16 @@ __global__ void __launch_bounds__(threads, 1)
     const int thread = static_cast<int>(threadIdx.x % 128);
     int stage = 0;
     std::uint32_t phase = 0;
-    // Releases a ring slot to the producer of every CTA of the cluster.
-    const auto release = [&](int slot) {
-      if (thread != 0) return;
-      if constexpr (Cluster == 1) {
-        cuda::ptx::mbarrier_arrive(&empty[slot]);
-      } else {
-        for (int r = 0; r < Cluster; ++r) detail::arrive_cluster(detail::cluster_address(&empty[slot], static_cast<std::uint32_t>(r)));
-      }
-    };
-    for (int unit = first_unit; unit < units; unit += unit_stride) {
-      detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, prm.splits, k_iters);
-      u.m_blk = u.m_blk * Cluster + rank;
+    for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+      const detail::work_unit u = sched.at(unit);
       float acc[registers];
 #pragma unroll
       for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
       int previous = -1;
       for (int k = u.k_begin; k < u.k_end; ++k) {
-        detail::wait_parity(&full[stage], phase);
-        const std::uint64_t desc_a = detail::smem_descriptor(a_ring + stage * cfg::a_stage_bytes + consumer * 64 * 128);
-        const std::uint64_t desc_b = detail::smem_descriptor(b_ring + stage * cfg::b_stage_bytes);
+        detail::wait_parity(&ring.full[stage], phase);
+        const std::uint64_t desc_a = detail::smem_descriptor(ring.a + stage * cfg::a_stage_bytes + consumer * 64 * 128);
+        const std::uint64_t desc_b = detail::smem_descriptor(ring.b + stage * cfg::b_stage_bytes);
         detail::fence_accumulators(acc);
         detail::wgmma_fence();
 #pragma unroll
@@ -309,7 +362,7 @@ __global__ void __launch_bounds__(threads, 1)
         // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
         detail::wgmma_wait<1>();
         detail::fence_accumulators(acc);
-        if (previous >= 0) release(previous);
+        if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
         previous = stage;
         if (++stage == stages) {
           stage = 0;
@@ -318,7 +371,7 @@ __global__ void __launch_bounds__(threads, 1)
       }
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc);
-      if (previous >= 0) release(previous);
+      if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
 
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m + 64 * consumer;
       if (prm.splits > 1) {
@@ -356,11 +409,8 @@ __global__ void __launch_bounds__(threads, 1)
       epi.warpgroup(acc, row0, static_cast<index_t>(u.n_blk) * BlockN);
     }
   }
-  if constexpr (Cluster > 1) {
-    // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
-  }
+  // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
+  if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi;
   __trap();  // built for a target without wgmma: never write nothing silently
@@ -385,92 +435,32 @@ __global__ void __launch_bounds__(threads, 1)
   using cfg = config<block_n>;
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
-  const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
-  unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
-  unsigned char* a_ring = smem;
-  unsigned char* b_ring = smem + stages * cfg::a_stage_bytes;
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + stages * cfg::stage_bytes);
-  std::uint64_t* empty = full + stages;
-  std::uint64_t* order = empty + stages;  // order[c]: consumer c may start its next mainloop
-
-  const int tiles_m = (prm.M + block_m - 1) / block_m, tiles_n = (prm.N + block_n - 1) / block_n;
-  const int unit_rows = (tiles_m + Cluster - 1) / Cluster;
-  const int k_iters = (prm.K + block_k - 1) / block_k;
-  const int units = unit_rows * tiles_n;
+  const detail::ring<block_n> ring(smem_raw);
+  auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
+  const detail::unit_schedule<block_n, Cluster> sched(prm, 1);
+  const int k_iters = sched.k_iters;
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
-  const int rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
-  const int first_unit = static_cast<int>(blockIdx.x) / Cluster, unit_stride = static_cast<int>(gridDim.x) / Cluster;
-
   if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
-      cuda::ptx::mbarrier_init(&full[s], 1);          // the producer's arrive + the TMA bytes
-      cuda::ptx::mbarrier_init(&empty[s], Cluster);  // the consuming warpgroup of each CTA
-    }
     cuda::ptx::mbarrier_init(&order[0], 1);
     cuda::ptx::mbarrier_init(&order[1], 1);
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  if constexpr (Cluster > 1) {
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
-  } else {
-    __syncthreads();
-  }
+  detail::init_ring<block_n, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) {
-      int stage = 0;
-      std::uint32_t phase = 0;
-      for (int unit = first_unit; unit < units; unit += unit_stride) {
-        const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, 1, k_iters);
-        const int m_blk = u.m_blk * Cluster + rank;
-        for (int k = 0; k < k_iters; ++k) {
-          detail::wait_parity(&empty[stage], phase ^ 1);
-          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               &full[stage], cfg::stage_bytes);
-          const std::int32_t xc[2] = {k * block_k, m_blk * block_m};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, a_ring + stage * cfg::a_stage_bytes,
-                                          &tma_x, xc, &full[stage]);
-          if constexpr (Cluster == 1) {
-            const std::int32_t wc[2] = {k * block_k, u.n_blk * block_n};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, b_ring + stage * cfg::b_stage_bytes,
-                                            &tma_w, wc, &full[stage]);
-          } else {
-            constexpr int half_rows = block_n / 2;
-            const std::int32_t wc[2] = {k * block_k, u.n_blk * block_n + rank * half_rows};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                            b_ring + stage * cfg::b_stage_bytes + rank * half_rows * 128, &tma_w, wc,
-                                            &full[stage], static_cast<std::uint16_t>(0x3));
-          }
-          if (++stage == stages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-    }
+    if (threadIdx.x == 0) detail::produce(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
-    const auto release = [&](int slot) {
-      if (thread != 0) return;
-      if constexpr (Cluster == 1) {
-        cuda::ptx::mbarrier_arrive(&empty[slot]);
-      } else {
-        for (int r = 0; r < Cluster; ++r) detail::arrive_cluster(detail::cluster_address(&empty[slot], static_cast<std::uint32_t>(r)));
-      }
-    };
     int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
-    for (int unit = first_unit + consumer * unit_stride; unit < units; unit += 2 * unit_stride, position += 2 * k_iters) {
+    for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
       if (position > 0) {  // every mainloop but the CTA's first waits for the other's to pass
         detail::wait_parity(&order[consumer], turn_phase);
         turn_phase ^= 1;
       }
-      const detail::work_unit u = detail::unit_at(unit, unit_rows, tiles_n, 1, k_iters);
-      const int m_blk = u.m_blk * Cluster + rank;
+      const detail::work_unit u = sched.at(unit);
       int stage = position % stages;
       std::uint32_t phase = static_cast<std::uint32_t>(position / stages) & 1u;
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
@@ -478,9 +468,9 @@ __global__ void __launch_bounds__(threads, 1)
       for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
       int previous = -1;
       for (int k = 0; k < k_iters; ++k) {
-        detail::wait_parity(&full[stage], phase);
-        const std::uint64_t desc_a = detail::smem_descriptor(a_ring + stage * cfg::a_stage_bytes);
-        const std::uint64_t desc_b = detail::smem_descriptor(b_ring + stage * cfg::b_stage_bytes);
+        detail::wait_parity(&ring.full[stage], phase);
+        const std::uint64_t desc_a = detail::smem_descriptor(ring.a + stage * cfg::a_stage_bytes);
+        const std::uint64_t desc_b = detail::smem_descriptor(ring.b + stage * cfg::b_stage_bytes);
         detail::fence_accumulators(acc[0]);
         detail::fence_accumulators(acc[1]);
         detail::wgmma_fence();
@@ -493,7 +483,7 @@ __global__ void __launch_bounds__(threads, 1)
         detail::wgmma_wait<1>();
         detail::fence_accumulators(acc[0]);
         detail::fence_accumulators(acc[1]);
-        if (previous >= 0) release(previous);
+        if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
         previous = stage;
         if (++stage == stages) {
           stage = 0;
@@ -504,16 +494,13 @@ __global__ void __launch_bounds__(threads, 1)
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc[0]);
       detail::fence_accumulators(acc[1]);
-      release(previous);
-      const index_t row0 = static_cast<index_t>(m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
+      if (thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
+      const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
       epi.warpgroup(acc[0], row0, col0);
       epi.warpgroup(acc[1], row0 + 64, col0);
     }
   }
-  if constexpr (Cluster > 1) {
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
-  }
+  if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi;
   __trap();
