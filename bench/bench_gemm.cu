@@ -193,10 +193,10 @@ int main(int argc, char** argv) {
       if (force_pingpong >= 0 && r.plan.splits == 1) {
         r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1} : r.fused_plan;
       }
-      if (force_cluster != 0 && r.plan.splits == 1) r.plan.cluster = force_cluster;
-      r.plan.cluster = l1_gemm::sm90::cluster_for(r.plan, T);
-      if (force_cluster != 0 && r.fused_plan.splits == 1) r.fused_plan.cluster = force_cluster;
-      r.fused_plan.cluster = l1_gemm::sm90::cluster_for(r.fused_plan, T);
+      for (l1_gemm::sm90::launch_plan* lp : {&r.plan, &r.fused_plan}) {
+        if (force_cluster != 0 && lp->splits == 1) lp->cluster = force_cluster;
+        lp->cluster = l1_gemm::sm90::cluster_for(*lp, T);
+      }
       const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
       const l1_gemm::sm90::launch_plan* fp = engine == l1_gemm::engine::wgmma ? &r.fused_plan : nullptr;
       if (profile_model >= 0) {

@@ -118,11 +118,7 @@ int host_path(const options& requested) {
   l1_gemm::host::emulate_fragment_epilogue(gu, T, I, act_t{}, S, packed, scales);
   l1_gemm::host::comparison cmp;
   for (int r = 0; r < T; ++r) l1_gemm::host::compare_row(cmp, packed, scales, T, I, r, h_ref[static_cast<std::size_t>(r)], S);
-  const l1_gemm::host::scale_layout layout{T, I / 16};
-  bool padding_zero = true;
-  for (std::int64_t r = 0; r < layout.padded_rows(); ++r)
-    for (std::int64_t b = 0; b < layout.padded_cols(); ++b)
-      if (layout.is_padding(r, b)) padding_zero &= scales[static_cast<std::size_t>(layout.offset(r, b))] == 0;
+  const bool padding_zero = l1_gemm::host::scale_padding_is_zero(scales, l1_gemm::host::scale_layout{T, I / 16});
   std::printf("| path | codes differing from the reference | rel. RMS error (reference's own) | scale padding 0x00 |\n");
   std::printf("|---|---|---|---|\n");
   std::printf("| host emulation of the fused epilogue | %lld of %lld | %.4f (%.4f) | %s |\n",
@@ -231,10 +227,7 @@ int main(int argc, char** argv) {
   auto compare = [&](const outcome& out, bool& padding_zero) {
     l1_gemm::host::comparison cmp;
     for (std::size_t i = 0; i < rows.size(); ++i) l1_gemm::host::compare_row(cmp, out.packed, out.scales, T, I, rows[i], h_ref[i], S);
-    padding_zero = true;
-    for (std::int64_t r = 0; r < layout.padded_rows(); ++r)
-      for (std::int64_t b = 0; b < layout.padded_cols(); ++b)
-        if (layout.is_padding(r, b)) padding_zero &= out.scales[static_cast<std::size_t>(layout.offset(r, b))] == 0;
+    padding_zero = l1_gemm::host::scale_padding_is_zero(out.scales, layout);
     return cmp;
   };
 

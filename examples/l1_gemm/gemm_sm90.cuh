@@ -581,6 +581,16 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && (M + block_m - 1) / block_m >= 2 ? 2 : 1;
 }
 
+/// A forced plan must name a kernel that exists: 256- or 128-wide tiles, 1..16 splits, clusters
+/// of 1 or 2 only without a split, ping-pong only 128 wide and unsplit.
+inline fp4fuse::result validate_plan(const launch_plan* p) {
+  if (p == nullptr) return {};
+  const bool ok = (p->block_n == 256 || p->block_n == 128) && p->splits >= 1 && p->splits <= 16 &&
+                  (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
+                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1;
+  return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
+}
+
 /// The split-K workspace of one device: grown on demand, counters zeroed on `stream` when
 /// allocated (the kernel leaves them zero). Shared by all launches on that device: launches that
 /// split K must not run concurrently, and an aborted one leaves the counters undefined.
@@ -660,26 +670,21 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   return fp4fuse::detail::launch_result();
 }
 
-/// Launches the GEMM with epilogue `epi` (arguments validated by the caller, see l1_gemm.cuh).
-/// `force` overrides the plan (tests use it to cover every tile width and split).
+/// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
+/// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
+/// image. `force` overrides the plan (tests use it to cover every tile width and split).
 template <class Epilogue>
 fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream, const launch_plan* force = nullptr) {
-  int device = 0, sms = 0, major = 0, minor = 0;
+  int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-  if (major != 9 || minor != 0) return {fp4fuse::status::unsupported_architecture, cudaErrorInvalidDeviceFunction};
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, is_heavy_epilogue<Epilogue>);
-  if (lp.block_n != 256 && lp.block_n != 128) return {fp4fuse::status::bad_shape};
   const int tiles_m = (M + block_m - 1) / block_m;
   const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
   lp.cluster = cluster_for(lp, M);
-  if (lp.cluster != 1 && (lp.cluster != 2 || lp.splits != 1)) return {fp4fuse::status::bad_shape};
-  if (lp.pingpong == 1 && (lp.splits != 1 || lp.block_n != 128)) return {fp4fuse::status::bad_shape};
   lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   if (lp.splits > 1) {

@@ -76,16 +76,6 @@ inline fp4fuse::result validate_gemm(const __nv_bfloat16* x, const __nv_bfloat16
   return {};
 }
 
-/// A forced plan must name a kernel that exists: 256- or 128-wide tiles, 1..16 splits, clusters
-/// of 1 or 2 only without a split, ping-pong only 128 wide and unsplit.
-inline fp4fuse::result validate_plan(const sm90::launch_plan* p) {
-  if (p == nullptr) return {};
-  const bool ok = (p->block_n == 256 || p->block_n == 128) && p->splits >= 1 && p->splits <= 16 &&
-                  (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
-                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1;
-  return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
-}
-
 /// Writes 1 from an sm_90a image, 0 from any other: whether this build's image for the current
 /// device has the wgmma path (an sm_90 image without `a` compiles it to a trap).
 template <int = 0>
@@ -137,13 +127,10 @@ template <class Epilogue>
 fp4fuse::result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi, engine e,
                      cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr) {
   if (const fp4fuse::result v = detail::validate_gemm(x, w, M, N, K); !v) return v;
-  if (const fp4fuse::result v = detail::validate_plan(force_plan); !v) return v;
-  e = resolve(e);
-  if (e == engine::wgmma) {
-    if (!detail::wgmma_runs_here()) return {fp4fuse::status::unsupported_architecture};
-    return sm90::launch(x, w, M, N, K, epi, stream, force_plan);
-  }
-  return mma::launch(x, w, M, N, K, epi, stream);
+  if (const fp4fuse::result v = sm90::validate_plan(force_plan); !v) return v;
+  const bool wgmma_here = e != engine::mma_sync && detail::wgmma_runs_here();
+  if (e == engine::wgmma && !wgmma_here) return {fp4fuse::status::unsupported_architecture};
+  return wgmma_here ? sm90::launch(x, w, M, N, K, epi, stream, force_plan) : mma::launch(x, w, M, N, K, epi, stream);
 }
 
 namespace detail {

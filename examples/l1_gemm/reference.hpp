@@ -121,6 +121,14 @@ inline void compare_row(comparison& cmp, const std::vector<std::uint8_t>& packed
   }
 }
 
+/// True when every padding byte of a swizzled scale tensor (copied to the host) is 0x00.
+inline bool scale_padding_is_zero(const std::vector<std::uint8_t>& scales, const scale_layout& layout) {
+  for (std::int64_t r = 0; r < layout.padded_rows(); ++r)
+    for (std::int64_t b = 0; b < layout.padded_cols(); ++b)
+      if (layout.is_padding(r, b) && scales[static_cast<std::size_t>(layout.offset(r, b))] != 0) return false;
+  return true;
+}
+
 /// The fragment epilogue emulated on the host, lane by lane: a warp's 16 x 64 gate/up tiles of a
 /// fp32 [T, 2I] matrix are laid out in registers by `mma_m16n8_f32_fragment`, each lane applies the
 /// activation to its gate/up pairs, the four lanes of a quad combine their block amax (the
