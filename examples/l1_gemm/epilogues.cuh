@@ -19,8 +19,8 @@ using index_t = std::int64_t;
 template <class Epilogue, int Registers>
 __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[Registers], index_t row0,
                                                    index_t col0) {
-  const int warp_in_group = static_cast<int>((threadIdx.x / 32) % 4);
-  epi.warp(reinterpret_cast<const float(&)[Registers / 4][4]>(acc), row0 + 16 * warp_in_group, col0);
+  using frag = fp4fuse::wgmma_m64nN_f32_fragment<2 * Registers>;
+  epi.warp(frag::warp_tiles(acc), row0 + 16 * frag::warp_in_warpgroup(), col0);
 }
 
 /// Flow 1 (and the plain GEMM): D as BF16, [M, N] with leading dimension ld (elements).

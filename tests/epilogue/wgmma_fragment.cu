@@ -64,3 +64,14 @@ TEST_CASE("wgmma_m64nN_f32_fragment: 128 threads x N/2 registers cover the 64 x 
   check_fragment<128>();
   check_fragment<256>();
 }
+
+TEST_CASE("wgmma_m64nN_f32_fragment::warp_tiles: register d[4n + r] is mma.sync tile n, register r", "[epilogue]") {
+  float acc[wfrag<256>::registers];
+  for (int i = 0; i < wfrag<256>::registers; ++i) acc[i] = static_cast<float>(i);
+  const auto& tiles = wfrag<256>::warp_tiles(acc);
+  static_assert(sizeof(tiles) == sizeof(acc), "32 tiles of 4 registers");
+  int wrong = 0;
+  for (int n = 0; n < 32; ++n)
+    for (int r = 0; r < 4; ++r) wrong += tiles[n][r] != acc[4 * n + r] || &tiles[n][r] != &acc[4 * n + r];
+  CHECK(wrong == 0);
+}

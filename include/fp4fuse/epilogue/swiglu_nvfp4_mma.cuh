@@ -128,10 +128,9 @@ FP4FUSE_DEVICE void swiglu_nvfp4_wgmma_epilogue(const float (&acc)[Registers], c
                                                 const nvfp4_quantizer<Recipe>& quantizer, cuda::std::int64_t row0,
                                                 cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
   static_assert(Registers % 16 == 0, "swiglu_nvfp4_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
-  const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  const int warp_in_group = static_cast<int>((linear_thread / 32) % 4);
-  swiglu_nvfp4_mma_epilogue<Intermediate>(reinterpret_cast<const float(&)[Registers / 4][4]>(acc), act, quantizer,
-                                          row0 + 16 * warp_in_group, col0, out);
+  using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
+  swiglu_nvfp4_mma_epilogue<Intermediate>(frag::warp_tiles(acc), act, quantizer, row0 + 16 * frag::warp_in_warpgroup(),
+                                          col0, out);
 }
 
 }  // namespace fp4fuse

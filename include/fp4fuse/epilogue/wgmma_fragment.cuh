@@ -39,6 +39,24 @@ struct wgmma_m64nN_f32_fragment {
   FP4FUSE_HOST_DEVICE static constexpr int col(int thread, int reg) {
     return 8 * (reg / 4) + mma_m16n8_f32_fragment::col(thread % 32, reg % 4);
   }
+  /// The thread's registers viewed as N/8 `mma.sync` m16n8 tiles, `tiles[n][r]` = d[4n + r]: the
+  /// calling warp's 16 rows of the tile (rows 16 * warp_in_warpgroup() and on), in the order the
+  /// mma.sync epilogues take.
+  /// \param acc the thread's N/2 accumulators, in wgmma order
+  /// \code
+  /// float acc[128];  // wgmma m64n256k16
+  /// const auto& tiles = fp4fuse::wgmma_m64nN_f32_fragment<256>::warp_tiles(acc);  // float[32][4]
+  /// \endcode
+  FP4FUSE_HOST_DEVICE static const float (&warp_tiles(const float (&acc)[registers]))[N / 8][4] {
+    return reinterpret_cast<const float(&)[N / 8][4]>(acc);
+  }
+  /// The calling thread's warp within its warpgroup (0..3). A warpgroup is 4 consecutive warps of
+  /// the block's linear thread index x + X * (y + Y * z), the first a multiple of 4, as `wgmma`
+  /// groups them; any block shape works.
+  FP4FUSE_DEVICE static int warp_in_warpgroup() {
+    const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    return static_cast<int>((linear_thread / 32) % 4);
+  }
 };
 
 }  // namespace fp4fuse
