@@ -5,9 +5,14 @@
 // every run) and TFLOP/s, ratios to cuBLAS from the same run, and for each shape the time to
 // read W once at the device-copy bandwidth measured in the same run.
 //
-//   bench_gemm [--reps N] [--markdown FILE] [--cluster 1|2] [--pingpong 0|1] [--profile MODEL T]
-//   (--cluster / --pingpong force the schedule of unsplit plans; --profile runs one shape
-//   untimed, for ncu)
+// The five entries of a shape (and a kernel that only reads W) are timed round-robin, L2 flushed
+// by a 256 MiB read before each launch (bench_support.cuh).
+//
+//   bench_gemm [--reps N] [--markdown FILE] [--cluster 1|2] [--pingpong 0|1] [--only MODEL T]
+//              [--force BLOCK_M BLOCK_N SPLITS] [--in-flight 1|2] [--profile MODEL T]
+//   (--cluster / --pingpong force the schedule of unsplit plans; --force every plan's tile shape
+//   and K split; --in-flight the ping-pong consumers' queued K steps; --only times one shape (model 0 DeepSeek-V3, 1 GPT-OSS); --profile runs one
+//   shape untimed, for ncu)
 #include <cublasLt.h>
 
 #include <cmath>
@@ -98,14 +103,15 @@ struct cublas_gemm {
 };
 
 std::string describe(const l1_gemm::sm90::launch_plan& p) {
-  return std::string(p.pingpong == 1 ? "ping-pong" : "coop.") + " 128x" + std::to_string(p.block_n) +
+  return std::string(p.pingpong == 1 ? "ping-pong" : "coop.") + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
          (p.splits > 1 ? " split " + std::to_string(p.splits) : "") + (p.cluster == 2 ? " cl2" : "");
 }
 
 struct row {
   std::string model;
   int T, H, N;
-  double cublas, ours_bf16, flow1, flow2, flow3, w_read;
+  double cublas, ours_bf16, flow1, flow2, flow3, w_read, w_read_measured;
+  double enqueue_cublas, enqueue_ours;
   l1_gemm::sm90::launch_plan plan, fused_plan;
 };
 
@@ -118,14 +124,23 @@ int main(int argc, char** argv) {
   // --profile MODEL T: one shape only (model 0 DeepSeek-V3, 1 GPT-OSS), each GEMM run 3 times
   // without timing, for ncu.
   int profile_model = -1, profile_tokens = 0;  // --cluster 1|2: every non-split plan with that cluster size
+  bool timed_profile = false;                  // --only: one shape, timed
+  int force_block_m = 0, force_block_n = 0, force_splits = 0, in_flight = 0;
   g_reps = 30;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       g_reps = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--profile" && i + 2 < argc) {
+    } else if ((a == "--profile" || a == "--only") && i + 2 < argc) {
+      timed_profile = a == "--only";
       profile_model = std::atoi(argv[++i]);
       profile_tokens = std::atoi(argv[++i]);
+    } else if (a == "--in-flight" && i + 1 < argc) {
+      in_flight = std::atoi(argv[++i]);
+    } else if (a == "--force" && i + 3 < argc) {
+      force_block_m = std::atoi(argv[++i]);
+      force_block_n = std::atoi(argv[++i]);
+      force_splits = std::atoi(argv[++i]);
     } else if (a == "--pingpong" && i + 1 < argc) {
       force_pingpong = std::atoi(argv[++i]);
     } else if (a == "--cluster" && i + 1 < argc) {
@@ -133,7 +148,8 @@ int main(int argc, char** argv) {
     } else if (a == "--markdown" && i + 1 < argc) {
       markdown = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--cluster 1|2] [--pingpong 0|1] [--profile MODEL T] [--markdown FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--reps N] [--cluster 1|2] [--pingpong 0|1] [--only MODEL T] [--force BLOCK_M BLOCK_N SPLITS] [--in-flight 1|2] "
+                           "[--profile MODEL T] [--markdown FILE]\n");
       return 2;
     }
   }
@@ -152,7 +168,7 @@ int main(int argc, char** argv) {
   const double copy_gbps = 2.0 * copy_bytes / (time_us([&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }) * 1e-6) / 1e9;
   CHECK_CUDA(cudaFree(src));
   CHECK_CUDA(cudaFree(dst));
-  std::printf("%s, device copy %.0f GB/s, engine %s, median of %d runs, L2 flushed before each\n\n", prop.name, copy_gbps,
+  std::printf("%s, device copy %.0f GB/s, engine %s, median of %d runs, round-robin, L2 flushed (256 MiB read) before each\n\n", prop.name, copy_gbps,
               l1_gemm::engine_name(engine), g_reps);
 
   struct model {
@@ -188,18 +204,25 @@ int main(int argc, char** argv) {
       CHECK_FP4(fp4fuse::amax(h, T, I, I, amax, S));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
-      r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
-      r.fused_plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount, /*heavy_epilogue=*/true);
+      r.plan = r.fused_plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
       if (force_pingpong >= 0 && r.plan.splits == 1) {
         r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1} : r.fused_plan;
       }
+      if (force_block_n != 0) {
+        r.plan = r.fused_plan = l1_gemm::sm90::launch_plan{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
+        if (!l1_gemm::sm90::validate_plan(&r.plan)) {
+          std::fprintf(stderr, "--force %d %d %d: no such plan\n", force_block_m, force_block_n, force_splits);
+          return 2;
+        }
+      }
       for (l1_gemm::sm90::launch_plan* lp : {&r.plan, &r.fused_plan}) {
         if (force_cluster != 0 && lp->splits == 1) lp->cluster = force_cluster;
+        if (lp->pingpong == 1) lp->in_flight = in_flight;
         lp->cluster = l1_gemm::sm90::cluster_for(*lp, T);
       }
       const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
       const l1_gemm::sm90::launch_plan* fp = engine == l1_gemm::engine::wgmma ? &r.fused_plan : nullptr;
-      if (profile_model >= 0) {
+      if (profile_model >= 0 && !timed_profile) {
         const int saved = g_reps;
         g_reps = 1;
         const cublas_gemm cublas(x, w, gate_up, T, N, H);
@@ -214,19 +237,30 @@ int main(int argc, char** argv) {
         continue;
       }
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
-      r.cublas = time_us([&] { cublas.run(x, w, gate_up); });
-      r.ours_bf16 = time_us([&] { CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp)); });
-      r.flow1 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); });
-      r.flow2 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); });
-      r.flow3 = time_us([&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); });
+      const std::function<void()> cublas_run = [&] { cublas.run(x, w, gate_up); };
+      const std::function<void()> ours_run = [&] {
+        CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp));
+      };
+      const std::vector<double> t = time_round_robin({
+          cublas_run,
+          ours_run,
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); },
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); },
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); },
+          [&] { read_bytes(w, std::size_t(N) * H * 2); },
+      });
+      r.cublas = t[0], r.ours_bf16 = t[1], r.flow1 = t[2], r.flow2 = t[3], r.flow3 = t[4], r.w_read_measured = t[5];
+      r.enqueue_cublas = enqueue_us(cublas_run);
+      r.enqueue_ours = enqueue_us(ours_run);
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
       std::printf("%s / %s | ", describe(r.plan).c_str(), describe(r.fused_plan).c_str());
       std::printf("%-11s T=%5d H=%d 2I=%d  cuBLAS %8.1f us %6.1f TF | ours BF16 %8.1f us (%.2fx) | flow1 %.2fx flow2 %.2fx flow3 %.2fx | "
-                  "W read %.1f us (flow3 %.2fx)\n",
+                  "W read %.1f us (flow3 %.2fx), measured %.1f us | enqueue us: cuBLAS %.1f ours %.1f\n",
                   m.name, T, H, N, r.cublas, tf / r.cublas, r.ours_bf16, r.ours_bf16 / r.cublas, r.flow1 / r.cublas,
-                  r.flow2 / r.cublas, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read);
+                  r.flow2 / r.cublas, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read, r.w_read_measured, r.enqueue_cublas,
+                  r.enqueue_ours);
       std::fflush(stdout);
     }
     cudaFree(x), cudaFree(w), cudaFree(gate_up), cudaFree(h), cudaFree(packed), cudaFree(scales), cudaFree(S), cudaFree(amax);
@@ -238,17 +272,17 @@ int main(int argc, char** argv) {
       std::perror(markdown);
       return 1;
     }
-    std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs, L2 flushed before each; time in us (TFLOP/s); "
-                 "x = time / cuBLAS time.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
+    std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs timed round-robin, L2 flushed (256 MiB read) before "
+                 "each; time in us (TFLOP/s); x = time / cuBLAS time; W read: at copy bandwidth / by a read-only kernel in the same run.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
     std::fprintf(f, "| model | T | our schedule: BF16 store / SwiGLU epilogues (flows 2, 3) | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
-                    "flow 3: fused NVFP4 | W read at copy BW |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+                    "flow 3: fused NVFP4 | W read at copy BW / measured |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (const row& r : rows) {
       const double tf = 2.0 * r.T * r.H * r.N * 1e-6;
       auto cell = [&](double t) { return std::to_string(t).substr(0, std::to_string(t).find('.') + 2); };
-      std::fprintf(f, "| %s | %d | %s / %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) |\n",
+      std::fprintf(f, "| %s | %d | %s / %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) / %.1f |\n",
                    r.model.c_str(), r.T, describe(r.plan).c_str(), describe(r.fused_plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
                    r.ours_bf16 / r.cublas, cell(r.flow1).c_str(), tf / r.flow1, r.flow1 / r.cublas, cell(r.flow2).c_str(), tf / r.flow2,
-                   r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read);
+                   r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read, r.w_read_measured);
     }
     std::fclose(f);
   }

@@ -1,6 +1,6 @@
 // Standalone-kernel benchmark: median time of each kernel and shape, effective bandwidth (each
 // input byte read once, each output byte written once), and the ratio to a device-to-device copy
-// measured in the same run. L2 is flushed (a 256 MiB memset) before every timed launch, so no
+// measured in the same run. L2 is flushed (a 256 MiB read) before every timed launch, so no
 // kernel is timed from a warm L2; each time is one launch between two events.
 //
 //   bench_kernels [--reps N] [--markdown FILE]

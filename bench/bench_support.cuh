@@ -1,11 +1,12 @@
 #pragma once
-// What the benchmarks share: error checks, the L2-flushed median timer, a data filler.
+// What the benchmarks share: error checks, the L2-flushed round-robin median timer, a data filler.
 #include <fp4fuse/fp4fuse.cuh>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -34,29 +35,82 @@ inline int g_reps = 50;
 inline void* g_flush = nullptr;
 constexpr std::size_t flush_bytes = std::size_t(256) << 20;
 
-/// Median time in microseconds of `launch`, L2 flushed before each run.
-inline double time_us(const std::function<void()>& launch) {
+/// Reads `words` 16-byte words and writes nothing (unless `sink` is reached by an all-ones word,
+/// which the flush buffer never holds): evicts L2 and leaves it holding clean lines only.
+__global__ void read_kernel(const uint4* p, std::size_t words, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < words; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcs(p + i);
+    acc |= v.x & v.y & v.z & v.w;
+  }
+  if (acc == 0xFFFFFFFFu) *sink = acc;
+}
+
+/// Reads `bytes` (a multiple of 16) of `p` on the current stream.
+inline void read_bytes(const void* p, std::size_t bytes) {
+  read_kernel<<<4 * 132, 512>>>(static_cast<const uint4*>(p), bytes / 16, static_cast<unsigned*>(g_flush));
+}
+
+/// Evicts L2 before a timed launch by reading 256 MiB. A memset would leave L2 full of dirty lines
+/// whose write-back then competes with the timed kernel for DRAM bandwidth (about 50 MB: as much as
+/// the decode GEMM's own reads); after a read the lines are clean and are dropped for free.
+inline void flush_l2() {
+  static const bool zeroed = [] {
+    CHECK_CUDA(cudaMemset(g_flush, 0, flush_bytes));
+    return true;
+  }();
+  (void)zeroed;
+  read_bytes(g_flush, flush_bytes);
+}
+
+/// Medians in microseconds of each of `launches`, timed round-robin: every repetition runs each
+/// launch once, L2 flushed before each, so that the GPU's clock and power state drift over the run
+/// spreads evenly over the launches compared instead of favouring the ones timed first.
+inline std::vector<double> time_round_robin(const std::vector<std::function<void()>>& launches) {
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) launch();
+  for (const auto& launch : launches) {
+    for (int i = 0; i < 3; ++i) launch();
+  }
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<float> t;
+  std::vector<std::vector<float>> t(launches.size());
   for (int i = 0; i < g_reps; ++i) {
-    CHECK_CUDA(cudaMemsetAsync(g_flush, i & 0xFF, flush_bytes));
-    CHECK_CUDA(cudaEventRecord(a));
-    launch();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.0f);
+    for (std::size_t j = 0; j < launches.size(); ++j) {
+      flush_l2();
+      CHECK_CUDA(cudaEventRecord(a));
+      launches[j]();
+      CHECK_CUDA(cudaEventRecord(b));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      t[j].push_back(ms * 1000.0f);
+    }
   }
   CHECK_CUDA(cudaGetLastError());
   CHECK_CUDA(cudaEventDestroy(a));
   CHECK_CUDA(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  std::vector<double> medians;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
+}
+
+/// Median time in microseconds of `launch`, L2 flushed before each run.
+inline double time_us(const std::function<void()>& launch) { return time_round_robin({launch})[0]; }
+
+/// Host time in microseconds to enqueue one `launch` (mean of 64 after warm-up, GPU not waited
+/// for): if it approaches the flush's duration the GPU idles inside the timed interval.
+inline double enqueue_us(const std::function<void()>& launch) {
+  for (int i = 0; i < 3; ++i) launch();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 64; ++i) launch();
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / 64;
 }
 
 __global__ void empty_kernel() {}

@@ -53,8 +53,6 @@ struct store_bf16 {
 /// Flow 2: the compact SwiGLU output act(gate) * up as BF16, [M, I] (I = N / 2).
 template <class Activation>
 struct swiglu_bf16 {
-  /// ALU-bound (an exp and a division per output): the sm_90a GEMM keeps it cooperative.
-  static constexpr bool heavy_epilogue = true;
   __nv_bfloat16* out;
   index_t ld, rows, cols;  // cols = I
   Activation act;
@@ -86,8 +84,6 @@ struct swiglu_bf16 {
 /// The global encode scale is static (calibrated), read from device memory as serving engines do.
 template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
 struct swiglu_nvfp4 {
-  /// ALU-bound (activation, scale, E2M1 encode per element): the sm_90a GEMM keeps it cooperative.
-  static constexpr bool heavy_epilogue = true;
   fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out;
   const float* global_encode_scale;
   Activation act;

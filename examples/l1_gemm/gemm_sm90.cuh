@@ -3,18 +3,20 @@
 // accumulate, one of the epilogues of epilogues.cuh applied to the accumulators in registers.
 //
 // Persistent and warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads of
-// 128 x 64 X tiles and BlockN x 64 W tiles, 128-byte swizzled, into a shared-memory ring guarded
-// by mbarriers); warpgroups 1 and 2 are consumers, each computing 64 x BlockN of the 128 x BlockN
-// tile with wgmma m64nBlockNk16 and then running the epilogue on its fragment while the producer
-// already fills the ring with the next work unit's stages. Tiles are visited M-fastest in groups
-// of 8 M-blocks so that concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows
+// BlockM x 64 X tiles and BlockN x 64 W tiles, 128-byte swizzled, into a shared-memory ring guarded
+// by mbarriers); warpgroups 1 and 2 are consumers. In the cooperative kernel both work on one
+// tile: with 128-row tiles each computes 64 rows x BlockN with wgmma m64nBlockNk16, with 64-row
+// tiles (small M) each computes the 64 rows x half of the columns; then each runs the epilogue on
+// its fragment while the producer already fills the ring with the next work unit's stages. In
+// the ping-pong kernel (large M) each consumer owns a whole 128 x 128 tile and the two alternate,
+// one's epilogue overlapping the other's mainloop. Tiles are visited M-fastest in groups of 8
+// M-blocks so that concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows
 // beyond M and N and columns beyond K; the epilogues bounds-check.
 //
-// Small M (decode) cannot fill 132 SMs with 128 x 256 tiles, so the launcher picks the tile width
-// (256 or 128) and a split of K that fill the chip (see `plan`). With K split, each split writes
-// its FP32 fragment to a workspace and the last split of a tile to arrive (an atomic counter) sums
-// all splits in a fixed order, so the result does not depend on arrival order, and runs the
-// epilogue.
+// Small M (decode) cannot fill 132 SMs with 128 x 256 tiles, so the launcher picks the tile shape
+// and a split of K that fill the chip (see `plan`). With K split, each split writes its FP32
+// fragment to a workspace and the last split of a tile to arrive (an atomic counter) sums all
+// splits in a fixed order, so the result does not depend on arrival order, and runs the epilogue.
 //
 // TMA and mbarrier operations go through CCCL's cuda::ptx; wgmma and setmaxnreg, which it does
 // not wrap, are written as PTX here. Compiled for any other target the kernel traps.
@@ -37,15 +39,23 @@ constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int group_m = 8;    // M-blocks per raster group
 constexpr int ring_bytes = 192 * 1024;
 
-/// Tile shape and ring depth for a tile width of BlockN (256 or 128) columns.
-template <int BlockN>
+/// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256 or 128 x 128 (each consumer
+/// warpgroup computes 64 rows of the tile), or 64 x 128 or 64 x 64 for small M (both consumers
+/// share the 64 rows and each computes half of the columns).
+template <int BlockN, int BlockM = block_m>
 struct config {
-  static_assert(BlockN == 256 || BlockN == 128, "wgmma tiles of 256 or 128 columns");
+  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 128)) || (BlockM == 64 && (BlockN == 128 || BlockN == 64)),
+                "tiles of 128 x 256, 128 x 128, 64 x 128 or 64 x 64");
   static constexpr int block_n = BlockN;
-  static constexpr int a_stage_bytes = block_m * block_k * 2;
+  static constexpr int rows = BlockM;
+  static constexpr bool consumers_split_n = BlockM == 64;
+  /// Columns of one consumer's wgmma and its accumulators per thread.
+  static constexpr int consumer_n = consumers_split_n ? BlockN / 2 : BlockN;
+  static constexpr int registers = consumer_n / 2;
+  static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 256 columns, 6 for 128
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 128 x 256, 6 for 128 x 128 or 64 x 128, 12 for 64 x 64
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
@@ -61,10 +71,15 @@ struct params {
 
 namespace detail {
 
-/// D[64 x 256] (+)= A[64 x 16] * B[16 x 256], bf16 in, f32 accumulate, A and B from shared memory.
-__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+/// The high word of every shared-memory descriptor used here: stride byte offset 1024 bytes (8-row
+/// groups of 128-byte rows, bits 32-45) and the 128-byte swizzle (layout type 1, bits 62-63).
+constexpr std::uint32_t descriptor_high = (1024 >> 4) | (1u << 30);
+
+/// D[64 x 256] += A[64 x 16] * B[16 x 256], bf16 in, f32 accumulate, A and B from shared memory,
+/// given by the low words of their descriptors (descriptor_low); the high word is descriptor_high.
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint32_t desc_a, std::uint32_t desc_b) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nmov.b64 da, {%128, %130};\nmov.b64 db, {%129, %130};\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
@@ -74,7 +89,7 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      "}, da, db, p, 1, 1, 0, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -91,19 +106,19 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
 }
 
-/// D[64 x 128] (+)= A[64 x 16] * B[16 x 128], bf16 in, f32 accumulate, A and B from shared memory.
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+/// D[64 x 128] += A[64 x 16] * B[16 x 128], as wgmma_m64n256k16_bf16.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint32_t desc_a, std::uint32_t desc_b) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nmov.b64 da, {%64, %66};\nmov.b64 db, {%65, %66};\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      "}, da, db, p, 1, 1, 0, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -112,15 +127,43 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint6
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
 }
 
-template <int BlockN>
-__device__ __forceinline__ void wgmma_bf16(float (&d)[BlockN / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
-  if constexpr (BlockN == 256) {
-    wgmma_m64n256k16_bf16(d, desc_a, desc_b, 1);
+/// D[64 x 64] += A[64 x 16] * B[16 x 64], as wgmma_m64n256k16_bf16.
+__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], std::uint32_t desc_a, std::uint32_t desc_b) {
+  asm volatile(
+      "{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nmov.b64 da, {%32, %34};\nmov.b64 db, {%33, %34};\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, da, db, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
+}
+
+/// D[64 x 32] += A[64 x 16] * B[16 x 32], as wgmma_m64n256k16_bf16.
+__device__ __forceinline__ void wgmma_m64n32k16_bf16(float (&d)[16], std::uint32_t desc_a, std::uint32_t desc_b) {
+  asm volatile(
+      "{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nmov.b64 da, {%16, %18};\nmov.b64 db, {%17, %18};\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, da, db, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
+}
+
+/// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 64, 128, 256}.
+template <int N>
+__device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc_a, std::uint32_t desc_b) {
+  static_assert(N == 256 || N == 128 || N == 64 || N == 32, "wgmma widths of this GEMM");
+  if constexpr (N == 256) {
+    wgmma_m64n256k16_bf16(d, desc_a, desc_b);
+  } else if constexpr (N == 128) {
+    wgmma_m64n128k16_bf16(d, desc_a, desc_b);
+  } else if constexpr (N == 64) {
+    wgmma_m64n64k16_bf16(d, desc_a, desc_b);
   } else {
-    wgmma_m64n128k16_bf16(d, desc_a, desc_b, 1);
+    wgmma_m64n32k16_bf16(d, desc_a, desc_b);
   }
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -160,14 +203,28 @@ __device__ __forceinline__ void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
-/// Shared-memory matrix descriptor of a K-major operand tile written by TMA with 128-byte
-/// swizzle: rows of 64 bf16 (128 bytes), 8-row groups 1024 bytes apart (stride byte offset),
-/// leading byte offset unused for this layout (1), layout type 1 = 128-byte swizzle. Adding
-/// 2 (32 bytes >> 4) steps K by 16 within the swizzle atom.
-__device__ __forceinline__ std::uint64_t smem_descriptor(const void* tile) {
+/// The low word of the shared-memory matrix descriptor of a K-major operand tile written by TMA
+/// with 128-byte swizzle: start address >> 4 (bits 0-13) and a leading byte offset of 1 (bits
+/// 16-29, unused by this layout); the high word is descriptor_high. Adding 2 (32 bytes >> 4) steps
+/// K by 16 within the swizzle atom, adding bytes >> 4 moves to another tile of the ring: shared
+/// addresses stay below 256 KiB, so these 32-bit additions never carry into the high word, and the
+/// mainloop does 32-bit arithmetic only (uniform registers, no 64-bit adds).
+__device__ __forceinline__ std::uint32_t descriptor_low(const void* tile) {
   const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(tile));
-  return (std::uint64_t(addr & 0x3FFFF) >> 4) | (std::uint64_t(1) << 16) | (std::uint64_t(1024 >> 4) << 32) |
-         (std::uint64_t(1) << 62);
+  return ((addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+
+/// The calling thread's warpgroup, as a value the compiler knows is the same across the warp (a
+/// shuffle from lane 0), so that what the mainloop derives from it (ring positions, descriptors)
+/// lives in uniform registers instead of being recomputed per thread and moved with R2UR.
+__device__ __forceinline__ int warpgroup_index() {
+  return __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / 128), 0);
+}
+
+/// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (cuda::ptx has
+/// no prefetch.tensormap).
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map)) : "memory");
 }
 
 __device__ __forceinline__ void wait_parity(std::uint64_t* barrier, std::uint32_t parity) {
@@ -195,12 +252,12 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
   return u;
 }
 
-/// The shared-memory ring of a kernel with BlockN-wide tiles, aligned to the 128-byte swizzle's
+/// The shared-memory ring of a kernel with tiles of config Cfg, aligned to the 128-byte swizzle's
 /// 1024-byte period: `stages` X tiles, then `stages` W tiles, their full and empty barriers, then
 /// 16 bytes the consumers use for hand-offs (split-K flags or the ping-pong order barriers).
-template <int BlockN>
+template <class Cfg>
 struct ring {
-  using cfg = config<BlockN>;
+  using cfg = Cfg;
   unsigned char* a;
   unsigned char* b;
   std::uint64_t* full;
@@ -220,12 +277,12 @@ struct ring {
 /// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
 /// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, nothing
 /// written). Units are split `splits` ways along K.
-template <int BlockN, int Cluster>
+template <class Cfg, int Cluster>
 struct unit_schedule {
   int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank;
   __device__ unit_schedule(const params& prm, int splits_) {
-    const int tiles_m = (prm.M + block_m - 1) / block_m;
-    tiles_n = (prm.N + BlockN - 1) / BlockN;
+    const int tiles_m = (prm.M + Cfg::rows - 1) / Cfg::rows;
+    tiles_n = (prm.N + Cfg::block_n - 1) / Cfg::block_n;
     unit_rows = (tiles_m + Cluster - 1) / Cluster;
     k_iters = (prm.K + block_k - 1) / block_k;
     splits = splits_;
@@ -256,10 +313,10 @@ __device__ __forceinline__ void cluster_sync() {
 /// Thread 0 initialises the ring's barriers (full: the producer's arrive + the TMA bytes; empty:
 /// `empty_arrivals` per phase); then the CTA, or the cluster, synchronises so that every CTA's
 /// barriers exist before any TMA multicast or remote arrive reaches them.
-template <int BlockN, int Cluster>
-__device__ __forceinline__ void init_ring(const ring<BlockN>& r, std::uint32_t empty_arrivals) {
+template <class Cfg, int Cluster>
+__device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empty_arrivals) {
   if (threadIdx.x == 0) {
-    for (int s = 0; s < config<BlockN>::stages; ++s) {
+    for (int s = 0; s < Cfg::stages; ++s) {
       cuda::ptx::mbarrier_init(&r.full[s], 1);
       cuda::ptx::mbarrier_init(&r.empty[s], empty_arrivals);
     }
@@ -271,10 +328,11 @@ __device__ __forceinline__ void init_ring(const ring<BlockN>& r, std::uint32_t e
 /// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
 /// into the ring. With clusters each CTA loads half of the W tile and multicasts it to both CTAs'
 /// slots (same offsets).
-template <int BlockN, int Cluster>
-__device__ __forceinline__ void produce(const ring<BlockN>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
-                                        const unit_schedule<BlockN, Cluster>& sched) {
-  using cfg = config<BlockN>;
+template <class Cfg, int Cluster>
+__device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
+                                        const unit_schedule<Cfg, Cluster>& sched) {
+  using cfg = Cfg;
+  constexpr int BlockN = cfg::block_n;
   int stage = 0;
   std::uint32_t phase = 0;
   for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
@@ -283,7 +341,7 @@ __device__ __forceinline__ void produce(const ring<BlockN>& r, const CUtensorMap
       wait_parity(&r.empty[stage], phase ^ 1);
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                            &r.full[stage], cfg::stage_bytes);
-      const std::int32_t xc[2] = {k * block_k, u.m_blk * block_m};
+      const std::int32_t xc[2] = {k * block_k, u.m_blk * cfg::rows};
       cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
                                       &tma_x, xc, &r.full[stage]);
       if constexpr (Cluster == 1) {
@@ -320,28 +378,36 @@ __device__ __forceinline__ void release_slot(std::uint64_t* empty_slot) {
 /// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
 /// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic. A ring slot
 /// is refilled only when the consumers of both CTAs have released it. No K split with clusters.
-template <int BlockN, int Cluster, class Epilogue>
+template <int BlockM, int BlockN, int Cluster, class Epilogue>
 __global__ void __launch_bounds__(threads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
-  using cfg = config<BlockN>;
+  using cfg = config<BlockN, BlockM>;
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
-  const detail::ring<BlockN> ring(smem_raw);
+  const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
-  const detail::unit_schedule<BlockN, Cluster> sched(prm, prm.splits);
-  const int warpgroup = static_cast<int>(threadIdx.x / 128);
-  detail::init_ring<BlockN, Cluster>(ring, 2 * Cluster);  // empty: each consumer warpgroup of the cluster
+  const detail::unit_schedule<cfg, Cluster> sched(prm, prm.splits);
+  const int warpgroup = detail::warpgroup_index();
+  if (threadIdx.x == 0) {
+    detail::prefetch_tensor_map(tma_x);
+    detail::prefetch_tensor_map(tma_w);
+  }
+  detail::init_ring<cfg, Cluster>(ring, 2 * Cluster);  // empty: each consumer warpgroup of the cluster
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) detail::produce(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
-    constexpr int registers = BlockN / 2;
-    const int consumer = warpgroup - 1;  // rows 64 * consumer .. + 63 of the tile
+    constexpr int registers = cfg::registers;
+    // 128-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
+    // c * BlockN / 2 onwards (the same X tile, its half of the W tile).
+    const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
+    const std::uint32_t a_desc0 = detail::descriptor_low(ring.a + (cfg::consumers_split_n ? 0 : consumer * 64 * 128));
+    const std::uint32_t b_desc0 = detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0));
     int stage = 0;
     std::uint32_t phase = 0;
     for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
@@ -352,12 +418,12 @@ __global__ void __launch_bounds__(threads, 1)
       int previous = -1;
       for (int k = u.k_begin; k < u.k_end; ++k) {
         detail::wait_parity(&ring.full[stage], phase);
-        const std::uint64_t desc_a = detail::smem_descriptor(ring.a + stage * cfg::a_stage_bytes + consumer * 64 * 128);
-        const std::uint64_t desc_b = detail::smem_descriptor(ring.b + stage * cfg::b_stage_bytes);
+        const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
+        const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
         detail::fence_accumulators(acc);
         detail::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < block_k / 16; ++kk) detail::wgmma_bf16<BlockN>(acc, desc_a + 2 * kk, desc_b + 2 * kk);
+        for (int kk = 0; kk < block_k / 16; ++kk) detail::wgmma_bf16<cfg::consumer_n>(acc, desc_a + 2 * kk, desc_b + 2 * kk);
         detail::wgmma_commit();
         // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
         detail::wgmma_wait<1>();
@@ -373,7 +439,8 @@ __global__ void __launch_bounds__(threads, 1)
       detail::fence_accumulators(acc);
       if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
 
-      const index_t row0 = static_cast<index_t>(u.m_blk) * block_m + 64 * consumer;
+      const index_t row0 = static_cast<index_t>(u.m_blk) * BlockM + (cfg::consumers_split_n ? 0 : 64 * consumer);
+      const index_t col0 = static_cast<index_t>(u.n_blk) * BlockN + (cfg::consumers_split_n ? consumer * cfg::consumer_n : 0);
       if (prm.splits > 1) {
         if (row0 >= prm.M) {
           // Rows wholly beyond M: every split's sum is 0; split 0 alone writes the scale padding.
@@ -406,7 +473,15 @@ __global__ void __launch_bounds__(threads, 1)
           }
         }
       }
-      epi.warpgroup(acc, row0, static_cast<index_t>(u.n_blk) * BlockN);
+      epi.warpgroup(acc, row0, col0);
+      if constexpr (cfg::consumers_split_n && Cluster == 1) {
+        // 64-row tiles cover rows up to round_up(M, 64). Epilogues whose output is padded to
+        // 128 rows (the NVFP4 scales' 128 x 4 layout writes its padding as 0x00) get the 64 rows
+        // beyond from the tile just above them: rows >= M are bounds-checked, nothing but padding
+        // is written, whatever the fragment holds. (With clusters of 2, the peer CTA's tile
+        // covers them.)
+        if (u.m_blk % 2 == 0 && row0 + 64 >= prm.M) epi.warpgroup(acc, row0 + 64, col0);
+      }
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
@@ -425,26 +500,32 @@ __global__ void __launch_bounds__(threads, 1)
 /// other has passed the end of its previous one (an order barrier): without it a consumer that
 /// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
 /// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
-template <int Cluster, class Epilogue>
+/// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
+/// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
+/// up to that many K steps without the tensor cores running dry; the stages they read are held.
+template <int Cluster, int InFlight, class Epilogue>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                          Epilogue epi) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
   constexpr int block_n = 128;
   using cfg = config<block_n>;
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
-  const detail::ring<block_n> ring(smem_raw);
+  const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  const detail::unit_schedule<block_n, Cluster> sched(prm, 1);
+  const detail::unit_schedule<cfg, Cluster> sched(prm, 1);
   const int k_iters = sched.k_iters;
-  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
+    detail::prefetch_tensor_map(tma_x);
+    detail::prefetch_tensor_map(tma_w);
     cuda::ptx::mbarrier_init(&order[0], 1);
     cuda::ptx::mbarrier_init(&order[1], 1);
   }
-  detail::init_ring<block_n, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA
+  detail::init_ring<cfg, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
@@ -453,6 +534,7 @@ __global__ void __launch_bounds__(threads, 1)
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
+    const std::uint32_t a_desc0 = detail::descriptor_low(ring.a), b_desc0 = detail::descriptor_low(ring.b);
     int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
     for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
@@ -466,25 +548,24 @@ __global__ void __launch_bounds__(threads, 1)
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
 #pragma unroll
       for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
-      int previous = -1;
       for (int k = 0; k < k_iters; ++k) {
         detail::wait_parity(&ring.full[stage], phase);
-        const std::uint64_t desc_a = detail::smem_descriptor(ring.a + stage * cfg::a_stage_bytes);
-        const std::uint64_t desc_b = detail::smem_descriptor(ring.b + stage * cfg::b_stage_bytes);
+        const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
+        const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
         detail::fence_accumulators(acc[0]);
         detail::fence_accumulators(acc[1]);
         detail::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < block_k / 16; ++kk) {
-          detail::wgmma_m64n128k16_bf16(acc[0], desc_a + 2 * kk, desc_b + 2 * kk, 1);
-          detail::wgmma_m64n128k16_bf16(acc[1], desc_a + (64 * 128 >> 4) + 2 * kk, desc_b + 2 * kk, 1);
+          detail::wgmma_m64n128k16_bf16(acc[0], desc_a + 2 * kk, desc_b + 2 * kk);
+          detail::wgmma_m64n128k16_bf16(acc[1], desc_a + (64 * 128 >> 4) + 2 * kk, desc_b + 2 * kk);
         }
         detail::wgmma_commit();
-        detail::wgmma_wait<1>();
+        detail::wgmma_wait<InFlight>();
         detail::fence_accumulators(acc[0]);
         detail::fence_accumulators(acc[1]);
-        if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
-        previous = stage;
+        // The MMAs of K step k - InFlight have finished reading their stage.
+        if (k >= InFlight && thread == 0) detail::release_slot<Cluster>(&ring.empty[(stage + stages - InFlight) % stages]);
         if (++stage == stages) {
           stage = 0;
           phase ^= 1;
@@ -494,7 +575,9 @@ __global__ void __launch_bounds__(threads, 1)
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc[0]);
       detail::fence_accumulators(acc[1]);
-      if (thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
+      if (thread == 0) {
+        for (int d = 1; d <= InFlight && d <= k_iters; ++d) detail::release_slot<Cluster>(&ring.empty[(stage + stages - d) % stages]);
+      }
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
       epi.warpgroup(acc[0], row0, col0);
       epi.warpgroup(acc[1], row0 + 64, col0);
@@ -530,64 +613,68 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/// Tile width and K split for a problem: the pair with the least estimated time on the busiest
-/// SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost per
-/// unit for pipeline fill and epilogue, about 6 steps), 128-wide tiles charged 10% per column
-/// (they move a third more bytes per MMA step), and with K split the workspace round trip (about
-/// 2 steps plus 1.5 per split, the last split reading every split's fragment back).
+/// Tile shape, K split and schedule of a launch.
 struct launch_plan {
   int block_n, splits, units;
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
   int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); -1: choose
+  int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128 and 64 x 64 tiles, cooperative only)
 };
-inline launch_plan plan(int M, int N, int K, int sms, bool heavy_epilogue = false) {
+
+/// The plan for a problem: the tile shape and K split with the least estimated time on the
+/// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
+/// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
+/// (128 x 128: half the work, 10% dearer; 64-row tiles: a quarter or an eighth of the work, dearer
+/// per MMA since both consumers read the same X tile), and with K split the workspace round trip
+/// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
+/// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
+/// epilogue behind the other consumer's mainloop (bench/RESULTS.md: for every epilogue once the
+/// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
+inline launch_plan plan(int M, int N, int K, int sms) {
   const int k_iters = (K + block_k - 1) / block_k;
+  struct tile {
+    int rows, cols;
+    double cost_per_step;
+  };
+  constexpr tile tiles_tried[] = {{128, 256, 1.0}, {128, 128, 0.55}, {64, 128, 0.3}, {64, 64, 0.18}};
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
-  for (int block_n : {256, 128}) {
-    const double width = block_n == 256 ? 1.0 : 0.55;  // 128 columns: half the work, 10% dearer
-    const int tiles = ((M + block_m - 1) / block_m) * ((N + block_n - 1) / block_n);
+  for (const tile& t : tiles_tried) {
+    const int tiles = ((M + t.rows - 1) / t.rows) * ((N + t.cols - 1) / t.cols);
     for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
       const int units = tiles * splits;
       const int waves = (units + sms - 1) / sms;
       const int k_per_unit = (k_iters + splits - 1) / splits;
-      const double cost = width * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
-      if (cost < best_cost * 0.98) {  // prefer the earlier (wider, unsplit) plan on near ties
+      const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
+      if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
         best_cost = cost;
-        best = {block_n, splits, units};
+        best = {t.cols, splits, units, 0, -1, 0, t.rows};
       }
     }
   }
-  // Enough 128 x 128 tiles for two per CTA: the ping-pong schedule overlaps one consumer's
-  // epilogue with the other's mainloop. Measured on the H200 (bench/RESULTS.md) it wins for the
-  // plain BF16 store and loses for the SwiGLU epilogues (fused NVFP4 and compact BF16), whose
-  // ALU-bound work slows the other consumer's wgmma issue more than the overlap saves: those
-  // declare themselves heavy and stay cooperative.
   const int tiles128 = ((M + block_m - 1) / block_m) * ((N + 127) / 128);
-  if (!heavy_epilogue && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1};
+  if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
   return best;
 }
-
-/// True for epilogues that declare `static constexpr bool heavy_epilogue = true` (the fused NVFP4).
-template <class Epilogue, class = void>
-inline constexpr bool is_heavy_epilogue = false;
-template <class Epilogue>
-inline constexpr bool is_heavy_epilogue<Epilogue, std::void_t<decltype(Epilogue::heavy_epilogue)>> = Epilogue::heavy_epilogue;
 
 /// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
 /// least two row blocks, else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
-  return lp.splits == 1 && (M + block_m - 1) / block_m >= 2 ? 2 : 1;
+  return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
 }
 
-/// A forced plan must name a kernel that exists: 256- or 128-wide tiles, 1..16 splits, clusters
-/// of 1 or 2 only without a split, ping-pong only 128 wide and unsplit.
+/// A forced plan must name a kernel that exists: 128 x 256, 128 x 128, 64 x 128 or 64 x 64 tiles,
+/// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
 inline fp4fuse::result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
-  const bool ok = (p->block_n == 256 || p->block_n == 128) && p->splits >= 1 && p->splits <= 16 &&
+  const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 128)) ||
+                       (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64) && p->pingpong != 1);
+  const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
                   (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
-                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1;
+                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1 &&
+                  p->in_flight >= 0 && p->in_flight <= 2;
   return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
 }
 
@@ -623,25 +710,17 @@ inline fp4fuse::result reserve_workspace(workspace& ws, std::size_t floats, std:
 
 /// Launches one of the two kernels: tensor maps, shared-memory size, cluster shape, a persistent
 /// grid of at most the resident CTAs.
-template <int BlockN, int Cluster, bool Pingpong, class Epilogue>
-fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, int units, int sms,
+template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Epilogue, int InFlight = 2>
+fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, int units, int device, int sms,
                              const Epilogue& epi, cudaStream_t stream) {
-  using cfg = config<BlockN>;
+  using cfg = config<BlockN, BlockM>;
   auto* kernel = [] {
     if constexpr (Pingpong) {
-      return &gemm_pingpong_kernel<Cluster, Epilogue>;
+      return &gemm_pingpong_kernel<Cluster, InFlight, Epilogue>;
     } else {
-      return &gemm_kernel<BlockN, Cluster, Epilogue>;
+      return &gemm_kernel<BlockM, BlockN, Cluster, Epilogue>;
     }
   }();
-  if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
-  CUtensorMap tma_x{}, tma_w{};
-  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), block_m);
-  if (err == cudaSuccess) {
-    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
-  }
-  if (err == cudaSuccess) err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   cudaLaunchConfig_t launch{};
   cudaLaunchAttribute cluster_dims{};
   cluster_dims.id = cudaLaunchAttributeClusterDimension;
@@ -653,16 +732,44 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   launch.stream = stream;
   launch.attrs = &cluster_dims;
   launch.numAttrs = 1;
-  int resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
-  if constexpr (Cluster > 1) {
-    launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-    if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-    if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
+  // Once per kernel and device: the image check, the shared-memory opt-in and the number of
+  // clusters resident at once (the grid of every later launch), so that a launch costs the host
+  // two tensor-map encodes and the launch itself.
+  struct prepared {
+    std::once_flag once;
+    fp4fuse::result status;
+    int resident = 0;
+  };
+  static prepared per_device[64];
+  if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
+  prepared& prep = per_device[device];
+  std::call_once(prep.once, [&] {
+    if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) {
+      prep.status = image;
+      return;
+    }
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+    int resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
+    if (e == cudaSuccess && Cluster > 1) {
+      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
+      e = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch);
+      if (e == cudaSuccess && resident < 1) e = cudaErrorInvalidConfiguration;
+    }
+    prep.status = e == cudaSuccess ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::cuda_error, e};
+    prep.resident = resident;
+  });
+  if (!prep.status) return prep.status;
+  const int resident = prep.resident;
+  CUtensorMap tma_x{}, tma_w{};
+  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
+  if (err == cudaSuccess) {
+    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
   }
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile 128x%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
-                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockN, prm.splits, Cluster, units,
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, units,
                  launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi);
@@ -680,8 +787,8 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, is_heavy_epilogue<Epilogue>);
-  const int tiles_m = (M + block_m - 1) / block_m;
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
+  const int tiles_m = (M + lp.block_m - 1) / lp.block_m;
   const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
   lp.cluster = cluster_for(lp, M);
@@ -693,21 +800,35 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
     const std::lock_guard<std::mutex> lock(ws_mutex);
     workspace& ws = per_device[device];
-    const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * (lp.block_n / 2) * 128;
+    const int registers = lp.block_m == 64 ? lp.block_n / 4 : lp.block_n / 2;  // per consumer thread
+    const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * registers * 128;
     if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
     prm.partials = ws.partials;
     prm.counters = ws.counters;
   }
+  const int u = lp.units;
+  if (lp.pingpong == 1 && lp.in_flight == 1) {
+    return lp.cluster == 2 ? launch_tiles<128, 128, 2, true, Epilogue, 1>(x, w, prm, u, device, sms, epi, stream)
+                           : launch_tiles<128, 128, 1, true, Epilogue, 1>(x, w, prm, u, device, sms, epi, stream);
+  }
   if (lp.pingpong == 1) {
-    return lp.cluster == 2 ? launch_tiles<128, 2, true>(x, w, prm, lp.units, sms, epi, stream)
-                           : launch_tiles<128, 1, true>(x, w, prm, lp.units, sms, epi, stream);
+    return lp.cluster == 2 ? launch_tiles<128, 128, 2, true>(x, w, prm, u, device, sms, epi, stream)
+                           : launch_tiles<128, 128, 1, true>(x, w, prm, u, device, sms, epi, stream);
+  }
+  if (lp.block_m == 64) {
+    if (lp.cluster == 2) {
+      return lp.block_n == 128 ? launch_tiles<64, 128, 2, false>(x, w, prm, u, device, sms, epi, stream)
+                               : launch_tiles<64, 64, 2, false>(x, w, prm, u, device, sms, epi, stream);
+    }
+    return lp.block_n == 128 ? launch_tiles<64, 128, 1, false>(x, w, prm, u, device, sms, epi, stream)
+                             : launch_tiles<64, 64, 1, false>(x, w, prm, u, device, sms, epi, stream);
   }
   if (lp.cluster == 2) {
-    return lp.block_n == 256 ? launch_tiles<256, 2, false>(x, w, prm, lp.units, sms, epi, stream)
-                             : launch_tiles<128, 2, false>(x, w, prm, lp.units, sms, epi, stream);
+    return lp.block_n == 256 ? launch_tiles<128, 256, 2, false>(x, w, prm, u, device, sms, epi, stream)
+                             : launch_tiles<128, 128, 2, false>(x, w, prm, u, device, sms, epi, stream);
   }
-  return lp.block_n == 256 ? launch_tiles<256, 1, false>(x, w, prm, lp.units, sms, epi, stream)
-                           : launch_tiles<128, 1, false>(x, w, prm, lp.units, sms, epi, stream);
+  return lp.block_n == 256 ? launch_tiles<128, 256, 1, false>(x, w, prm, u, device, sms, epi, stream)
+                           : launch_tiles<128, 128, 1, false>(x, w, prm, u, device, sms, epi, stream);
 }
 
 }  // namespace l1_gemm::sm90

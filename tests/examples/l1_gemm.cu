@@ -45,24 +45,23 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   constexpr int sms = 132;  // H200
   for (int T : {1, 64, 512, 4096, 16384, 100000}) {
     for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
-      for (bool heavy : {false, true}) {
-        const l1_gemm::sm90::launch_plan p = plan(T, N, H, sms, heavy);
-        INFO("T=" << T << " H=" << H << " N=" << N << " heavy=" << heavy);
-        CHECK((p.block_n == 128 || p.block_n == 256));
-        CHECK(p.splits >= 1);
-        CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
-        const int tiles = ((T + 127) / 128) * ((N + p.block_n - 1) / p.block_n);
-        CHECK(p.units == tiles * p.splits);
-        if (p.pingpong == 1) {
-          CHECK(!heavy);  // ALU-bound epilogues stay cooperative
-          CHECK(p.splits == 1);
-          CHECK(p.block_n == 128);
-          CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
-        }
-        const int cluster = l1_gemm::sm90::cluster_for(p, T);
-        CHECK((cluster == 1 || cluster == 2));
-        if (cluster == 2) CHECK((p.splits == 1 && T > 128));
+      const l1_gemm::sm90::launch_plan p = plan(T, N, H, sms);
+      INFO("T=" << T << " H=" << H << " N=" << N);
+      CHECK(l1_gemm::sm90::validate_plan(&p));
+      CHECK(p.splits >= 1);
+      CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
+      const int tiles = ((T + p.block_m - 1) / p.block_m) * ((N + p.block_n - 1) / p.block_n);
+      CHECK(p.units == tiles * p.splits);
+      if (p.pingpong == 1) {
+        CHECK(p.splits == 1);
+        CHECK((p.block_m == 128 && p.block_n == 128));
+        CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
       }
+      // 64-row tiles only where 128-row ones leave SMs idle (small T, or N narrower than a tile)
+      if (p.block_m == 64) CHECK((T <= 1024 || N < 128));
+      const int cluster = l1_gemm::sm90::cluster_for(p, T);
+      CHECK((cluster == 1 || cluster == 2));
+      if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
     }
   }
   // Decode-sized T splits K to fill the chip; large T does not.
@@ -70,7 +69,7 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(64, 4096, 7168, sms).units >= sms / 2);
   CHECK(plan(16384, 4096, 7168, sms).splits == 1);
   CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
-  CHECK(plan(16384, 4096, 7168, sms, true).pingpong != 1);
+  CHECK(plan(64, 4096, 7168, sms).block_m == 64);  // decode: no MMA rows wasted on rows beyond T
 }
 
 TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
@@ -111,7 +110,9 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   all_flows(a, status::bad_shape);
   // Forced plans that name no kernel.
   for (const l1_gemm::sm90::launch_plan& bad : {l1_gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
-                                                {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1}}) {
+                                                {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
+                                                {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
+                                                {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}}) {
     INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
     all_flows(good, status::bad_shape, &bad);
   }
@@ -177,8 +178,8 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   gpu_problem p(T, H, I, salt.c_str());
   p.plan = plan;
   INFO("engine " << l1_gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
-                 << (plan ? std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) + " x cluster " +
-                                  std::to_string(plan->cluster) + (plan->pingpong == 1 ? " ping-pong" : " cooperative")
+                 << (plan ? std::to_string(plan->block_m) + " x " + std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) + " x cluster " +
+                                  std::to_string(plan->cluster) + (plan->pingpong == 1 ? " ping-pong, in flight " + std::to_string(plan->in_flight) : std::string(" cooperative"))
                             : std::string("auto")));
   p.calibrate(e);
   const l1_gemm::host::scale_layout layout{T, I / 16};
@@ -298,12 +299,14 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   }
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
   // split tile (T = 1, 37), several units per CTA (1100 rows).
-  // {tile width, K splits, -, CTAs per cluster, ping-pong}: clusters of 2 with an odd number of
+  // {tile width, K splits, -, CTAs per cluster, ping-pong, K steps in flight, tile rows}: clusters of 2 with an odd number of
   // row blocks (T = 1, 37, 300: the second CTA's tile lies wholly beyond M); ping-pong with one
   // tile per CTA (the second consumer idle) and with several.
   const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1, 0}, {256, 1, 0, 2, 0}, {128, 1, 0, 1, 0}, {128, 1, 0, 2, 0},
                                               {256, 3, 0, 1, 0}, {128, 5, 0, 1, 0}, {128, 16, 0, 1, 0},
-                                              {128, 1, 0, 1, 1}, {128, 1, 0, 2, 1}};
+                                              {128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2},
+                                              {128, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 2, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64},
+                                              {64, 1, 0, 2, 0, 0, 64}, {64, 3, 0, 1, 0, 0, 64}, {128, 2, 0, 1, 0, 0, 64}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
