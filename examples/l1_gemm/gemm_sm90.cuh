@@ -474,13 +474,18 @@ __global__ void __launch_bounds__(threads, 1)
         }
       }
       epi.warpgroup(acc, row0, col0);
-      if constexpr (cfg::consumers_split_n && Cluster == 1) {
-        // 64-row tiles cover rows up to round_up(M, 64). Epilogues whose output is padded to
-        // 128 rows (the NVFP4 scales' 128 x 4 layout writes its padding as 0x00) get the 64 rows
-        // beyond from the tile just above them: rows >= M are bounds-checked, nothing but padding
-        // is written, whatever the fragment holds. (With clusters of 2, the peer CTA's tile
-        // covers them.)
-        if (u.m_blk % 2 == 0 && row0 + 64 >= prm.M) epi.warpgroup(acc, row0 + 64, col0);
+      if constexpr (cfg::consumers_split_n) {
+        // 64-row tiles cover rows up to round_up(M, 64), 64 x 64 tiles columns up to
+        // round_up(N, 64). Epilogues whose output is padded to 128 rows and 128 gate/up columns
+        // (the NVFP4 scales' 128 x 4 layout, whose padding is written as 0x00) get the rest from
+        // the last tile before it: rows >= M and columns >= N are bounds-checked, nothing but
+        // padding is written, whatever the fragment holds. With clusters of 2 the peer CTA's tile
+        // covers the rows.
+        const bool pad_rows = Cluster == 1 && u.m_blk % 2 == 0 && row0 + 64 >= prm.M;
+        const bool pad_cols = BlockN == 64 && u.n_blk % 2 == 0 && (u.n_blk + 1) * BlockN >= prm.N;
+        if (pad_rows) epi.warpgroup(acc, row0 + 64, col0);
+        if (pad_cols) epi.warpgroup(acc, row0, col0 + 64);
+        if (pad_rows && pad_cols) epi.warpgroup(acc, row0 + 64, col0 + 64);
       }
     }
   }
