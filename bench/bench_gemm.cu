@@ -206,7 +206,10 @@ int main(int argc, char** argv) {
       row r{m.name, T, H, N};
       r.plan = r.fused_plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
       if (force_pingpong >= 0 && r.plan.splits == 1) {
-        r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1} : r.fused_plan;
+        // --pingpong 0: the cooperative 128 x 256 kernel where the plan chose ping-pong.
+        r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1}
+                                : r.plan.pingpong == 1 ? l1_gemm::sm90::launch_plan{256, 1, 0, 0, 0}
+                                                       : r.plan;
       }
       if (force_block_n != 0) {
         r.plan = r.fused_plan = l1_gemm::sm90::launch_plan{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
