@@ -39,13 +39,14 @@ constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int group_m = 8;    // M-blocks per raster group
 constexpr int ring_bytes = 192 * 1024;
 
-/// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256 or 128 x 128 (each consumer
+/// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
 /// warpgroup computes 64 rows of the tile), or 64 x 128 or 64 x 64 for small M (both consumers
 /// share the 64 rows and each computes half of the columns).
 template <int BlockN, int BlockM = block_m>
 struct config {
-  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 128)) || (BlockM == 64 && (BlockN == 128 || BlockN == 64)),
-                "tiles of 128 x 256, 128 x 128, 64 x 128 or 64 x 64");
+  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
+                    (BlockM == 64 && (BlockN == 128 || BlockN == 64)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128 or 64 x 64");
   static constexpr int block_n = BlockN;
   static constexpr int rows = BlockM;
   static constexpr bool consumers_split_n = BlockM == 64;
@@ -55,7 +56,7 @@ struct config {
   static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 128 x 256, 6 for 128 x 128 or 64 x 128, 12 for 64 x 64
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 128 x 256 or 128 x 192, 6 for 128 x 128 or 64 x 128, 12 for 64 x 64
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
@@ -109,6 +110,28 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint
       : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
 }
 
+/// D[64 x 192] += A[64 x 16] * B[16 x 192], as wgmma_m64n256k16_bf16.
+__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], std::uint32_t desc_a, std::uint32_t desc_b) {
+  asm volatile(
+      "{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nmov.b64 da, {%96, %98};\nmov.b64 db, {%97, %98};\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, da, db, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
+}
+
 /// D[64 x 128] += A[64 x 16] * B[16 x 128], as wgmma_m64n256k16_bf16.
 __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint32_t desc_a, std::uint32_t desc_b) {
   asm volatile(
@@ -152,12 +175,14 @@ __device__ __forceinline__ void wgmma_m64n32k16_bf16(float (&d)[16], std::uint32
       : "r"(desc_a), "r"(desc_b), "r"(descriptor_high));
 }
 
-/// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 64, 128, 256}.
+/// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 64, 128, 192, 256}.
 template <int N>
 __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc_a, std::uint32_t desc_b) {
-  static_assert(N == 256 || N == 128 || N == 64 || N == 32, "wgmma widths of this GEMM");
+  static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32, "wgmma widths of this GEMM");
   if constexpr (N == 256) {
     wgmma_m64n256k16_bf16(d, desc_a, desc_b);
+  } else if constexpr (N == 192) {
+    wgmma_m64n192k16_bf16(d, desc_a, desc_b);
   } else if constexpr (N == 128) {
     wgmma_m64n128k16_bf16(d, desc_a, desc_b);
   } else if constexpr (N == 64) {
@@ -219,6 +244,13 @@ __device__ __forceinline__ std::uint32_t descriptor_low(const void* tile) {
 /// lives in uniform registers instead of being recomputed per thread and moved with R2UR.
 __device__ __forceinline__ int warpgroup_index() {
   return __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / 128), 0);
+}
+
+/// True in one thread of a warpgroup (lane 0 of its first warp); the other three warps skip the
+/// guarded code by a uniform branch instead of issuing it predicated off.
+__device__ __forceinline__ bool warpgroup_leader() {
+  const bool first_warp = __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / 32 % 4), 0) == 0;
+  return first_warp && threadIdx.x % 32 == 0;
 }
 
 /// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (cuda::ptx has
@@ -406,6 +438,7 @@ __global__ void __launch_bounds__(threads, 1)
     // c * BlockN / 2 onwards (the same X tile, its half of the W tile).
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
+    const bool leader = detail::warpgroup_leader();
     const std::uint32_t a_desc0 = detail::descriptor_low(ring.a + (cfg::consumers_split_n ? 0 : consumer * 64 * 128));
     const std::uint32_t b_desc0 = detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0));
     int stage = 0;
@@ -428,7 +461,7 @@ __global__ void __launch_bounds__(threads, 1)
         // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
         detail::wgmma_wait<1>();
         detail::fence_accumulators(acc);
-        if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
+        if (previous >= 0 && leader) detail::release_slot<Cluster>(&ring.empty[previous]);
         previous = stage;
         if (++stage == stages) {
           stage = 0;
@@ -474,19 +507,19 @@ __global__ void __launch_bounds__(threads, 1)
         }
       }
       epi.warpgroup(acc, row0, col0);
-      if constexpr (cfg::consumers_split_n) {
-        // 64-row tiles cover rows up to round_up(M, 64), 64 x 64 tiles columns up to
-        // round_up(N, 64). Epilogues whose output is padded to 128 rows and 128 gate/up columns
-        // (the NVFP4 scales' 128 x 4 layout, whose padding is written as 0x00) get the rest from
-        // the last tile before it: rows >= M and columns >= N are bounds-checked, nothing but
-        // padding is written, whatever the fragment holds. With clusters of 2 the peer CTA's tile
-        // covers the rows.
-        const bool pad_rows = Cluster == 1 && u.m_blk % 2 == 0 && row0 + 64 >= prm.M;
-        const bool pad_cols = BlockN == 64 && u.n_blk % 2 == 0 && (u.n_blk + 1) * BlockN >= prm.N;
-        if (pad_rows) epi.warpgroup(acc, row0 + 64, col0);
-        if (pad_cols) epi.warpgroup(acc, row0, col0 + 64);
-        if (pad_rows && pad_cols) epi.warpgroup(acc, row0 + 64, col0 + 64);
-      }
+      // The tiles cover round_up(M, BlockM) x round_up(N, BlockN): with 64-row, 64-wide or
+      // 192-wide tiles that can end short of a multiple of 128. Epilogues whose output is padded
+      // to 128 rows and 128 gate/up columns (the NVFP4 scales' 128 x 4 layout, whose padding is
+      // written as 0x00) get the rest from the last tile before it: rows >= M and columns >= N
+      // are bounds-checked, nothing but padding is written, whatever the fragment holds. With
+      // clusters of 2 the peer CTA's tile covers the rows.
+      const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * BlockM;
+      const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * BlockN;
+      const bool pad_rows = Cluster == 1 && tile_end_row >= prm.M && tile_end_row % 128 != 0;
+      const bool pad_cols = tile_end_col >= prm.N && tile_end_col % 128 != 0;
+      if (pad_rows) epi.warpgroup(acc, row0 + BlockM, col0);
+      if (pad_cols) epi.warpgroup(acc, row0, col0 + BlockN);
+      if (pad_rows && pad_cols) epi.warpgroup(acc, row0 + BlockM, col0 + BlockN);
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
@@ -539,6 +572,7 @@ __global__ void __launch_bounds__(threads, 1)
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
+    const bool leader = detail::warpgroup_leader();
     const std::uint32_t a_desc0 = detail::descriptor_low(ring.a), b_desc0 = detail::descriptor_low(ring.b);
     int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
@@ -570,7 +604,7 @@ __global__ void __launch_bounds__(threads, 1)
         detail::fence_accumulators(acc[0]);
         detail::fence_accumulators(acc[1]);
         // The MMAs of K step k - InFlight have finished reading their stage.
-        if (k >= InFlight && thread == 0) detail::release_slot<Cluster>(&ring.empty[(stage + stages - InFlight) % stages]);
+        if (k >= InFlight && leader) detail::release_slot<Cluster>(&ring.empty[(stage + stages - InFlight) % stages]);
         if (++stage == stages) {
           stage = 0;
           phase ^= 1;
@@ -630,7 +664,7 @@ struct launch_plan {
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
 /// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
 /// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
-/// (128 x 128: half the work, 10% dearer; 64-row tiles: a quarter or an eighth of the work, dearer
+/// (128 x 192: three quarters of the work, 3% dearer; 128 x 128: half the work, 10% dearer; 64-row tiles: a quarter or an eighth of the work, dearer
 /// per MMA since both consumers read the same X tile), and with K split the workspace round trip
 /// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
 /// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
@@ -642,7 +676,7 @@ inline launch_plan plan(int M, int N, int K, int sms) {
     int rows, cols;
     double cost_per_step;
   };
-  constexpr tile tiles_tried[] = {{128, 256, 1.0}, {128, 128, 0.55}, {64, 128, 0.3}, {64, 64, 0.18}};
+  constexpr tile tiles_tried[] = {{128, 256, 1.0}, {128, 192, 0.77}, {128, 128, 0.55}, {64, 128, 0.3}, {64, 64, 0.18}};
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
   for (const tile& t : tiles_tried) {
@@ -670,11 +704,11 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
 }
 
-/// A forced plan must name a kernel that exists: 128 x 256, 128 x 128, 64 x 128 or 64 x 64 tiles,
+/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 128 or 64 x 64 tiles,
 /// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
 inline fp4fuse::result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
-  const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 128)) ||
+  const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 192 || p->block_n == 128)) ||
                        (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64) && p->pingpong != 1);
   const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
                   (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
@@ -829,11 +863,13 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
                              : launch_tiles<64, 64, 1, false>(x, w, prm, u, device, sms, epi, stream);
   }
   if (lp.cluster == 2) {
-    return lp.block_n == 256 ? launch_tiles<128, 256, 2, false>(x, w, prm, u, device, sms, epi, stream)
-                             : launch_tiles<128, 128, 2, false>(x, w, prm, u, device, sms, epi, stream);
+    return lp.block_n == 256   ? launch_tiles<128, 256, 2, false>(x, w, prm, u, device, sms, epi, stream)
+           : lp.block_n == 192 ? launch_tiles<128, 192, 2, false>(x, w, prm, u, device, sms, epi, stream)
+                               : launch_tiles<128, 128, 2, false>(x, w, prm, u, device, sms, epi, stream);
   }
-  return lp.block_n == 256 ? launch_tiles<128, 256, 1, false>(x, w, prm, u, device, sms, epi, stream)
-                           : launch_tiles<128, 128, 1, false>(x, w, prm, u, device, sms, epi, stream);
+  return lp.block_n == 256   ? launch_tiles<128, 256, 1, false>(x, w, prm, u, device, sms, epi, stream)
+         : lp.block_n == 192 ? launch_tiles<128, 192, 1, false>(x, w, prm, u, device, sms, epi, stream)
+                             : launch_tiles<128, 128, 1, false>(x, w, prm, u, device, sms, epi, stream);
 }
 
 }  // namespace l1_gemm::sm90

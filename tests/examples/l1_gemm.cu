@@ -112,7 +112,8 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   for (const l1_gemm::sm90::launch_plan& bad : {l1_gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
                                                 {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
                                                 {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
-                                                {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}}) {
+                                                {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}, {192, 1, 0, 1, 0, 0, 64},
+                                                {192, 1, 0, 1, 1}}) {
     INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
     all_flows(good, status::bad_shape, &bad);
   }
@@ -306,7 +307,8 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
                                               {256, 3, 0, 1, 0}, {128, 5, 0, 1, 0}, {128, 16, 0, 1, 0},
                                               {128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2},
                                               {128, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 2, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64},
-                                              {64, 1, 0, 2, 0, 0, 64}, {64, 3, 0, 1, 0, 0, 64}, {128, 2, 0, 1, 0, 0, 64}};
+                                              {64, 1, 0, 2, 0, 0, 64}, {64, 3, 0, 1, 0, 0, 64}, {128, 2, 0, 1, 0, 0, 64},
+                                              {192, 1, 0, 1, 0}, {192, 1, 0, 2, 0}, {192, 3, 0, 1, 0}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
