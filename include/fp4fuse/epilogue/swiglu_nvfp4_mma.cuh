@@ -48,8 +48,7 @@ struct nvfp4_epilogue_output {
 /// Packed bytes of rows >= out.rows or blocks >= out.cols / 16 are not written. Scale entries in
 /// the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers are
 /// written as 0x00: tiles covering round_up(rows, 128) x round_up(cols, 64) (swizzled layout)
-/// write the whole scale tensor, padding included. A tile wholly beyond the rows or the blocks
-/// writes its padding only, without evaluating `acc`.
+/// write the whole scale tensor, padding included.
 /// \code
 /// float acc[8][4];  // 16 x 64 gate/up tile from mma.sync
 /// fp4fuse::swiglu_nvfp4_mma_epilogue(acc, fp4fuse::activation::silu{}, q, row0, col0, out);
@@ -62,23 +61,6 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
   using frag = mma_m16n8_f32_fragment;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
-  if (row0 >= out.rows || col0 / 16 >= out.cols / 16) {
-    // The whole tile lies beyond the output (a GEMM's edge tiles covering the scale padding):
-    // only padding to write, so no activation, amax or shuffle is spent on it. Uniform across
-    // the warp, since row0 and col0 are.
-    FP4FUSE_UNROLL
-    for (int half = 0; half < 2; ++half) {
-      const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
-      FP4FUSE_UNROLL
-      for (int block = 0; block < Tiles / 4; ++block) {
-        const cuda::std::int64_t block_col = col0 / 16 + block;
-        if (t == 1 && row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
-          out.scales[out.layout.offset(row, block_col)] = cuda::std::uint8_t{0};
-        }
-      }
-    }
-    return;
-  }
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
     const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
