@@ -5,7 +5,10 @@
 // Interface: `warp(acc, row0, col0)` with one warp's m16n8 fragments `float acc[Tiles][4]`
 // (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
 // column; and `warpgroup(acc, row0, col0)` with one thread's wgmma m64nNk16 fragment
-// `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0.
+// `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0;
+// and `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output (rows >= M or
+// columns >= N), which writes what the output pads there (the NVFP4 scales' 0x00) and nothing
+// else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding granule.
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 #include <cuda_bf16.h>
 
@@ -48,6 +51,8 @@ struct store_bf16 {
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  template <int N>
+  __device__ __forceinline__ void padding(index_t, index_t) const {}  // no padding
 };
 
 /// Flow 2: the compact SwiGLU output act(gate) * up as BF16, [M, I] (I = N / 2).
@@ -78,6 +83,8 @@ struct swiglu_bf16 {
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  template <int N>
+  __device__ __forceinline__ void padding(index_t, index_t) const {}  // no padding
 };
 
 /// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
@@ -97,6 +104,20 @@ struct swiglu_nvfp4 {
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     const fp4fuse::nvfp4_quantizer<Recipe> q(*global_encode_scale);
     fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, q, row0, col0 / 2, out);
+  }
+  /// The scale padding of a 64 x N gate/up tile wholly beyond the output: its 64 rows x N / 32
+  /// scale blocks, 0x00 where they fall in the layout's padding (what the fragment epilogue would
+  /// write there, without computing the activations).
+  template <int N>
+  __device__ __forceinline__ void padding(index_t row0, index_t col0) const {
+    constexpr int blocks = N / 32;
+    const int thread = static_cast<int>(threadIdx.x % 128);
+    for (int i = thread; i < 64 * blocks; i += 128) {
+      const index_t row = row0 + i / blocks, block_col = col0 / 32 + i % blocks;
+      if (row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
+        out.scales[out.layout.offset(row, block_col)] = 0;
+      }
+    }
   }
 };
 

@@ -511,15 +511,15 @@ __global__ void __launch_bounds__(threads, 1)
       // 192-wide tiles that can end short of a multiple of 128. Epilogues whose output is padded
       // to 128 rows and 128 gate/up columns (the NVFP4 scales' 128 x 4 layout, whose padding is
       // written as 0x00) get the rest from the last tile before it: rows >= M and columns >= N
-      // are bounds-checked, nothing but padding is written, whatever the fragment holds. With
+      // are beyond the output, so only that padding is written (epilogues.cuh: `padding`). With
       // clusters of 2 the peer CTA's tile covers the rows.
       const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * BlockM;
       const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * BlockN;
       const bool pad_rows = Cluster == 1 && tile_end_row >= prm.M && tile_end_row % 128 != 0;
       const bool pad_cols = tile_end_col >= prm.N && tile_end_col % 128 != 0;
-      if (pad_rows) epi.warpgroup(acc, row0 + BlockM, col0);
-      if (pad_cols) epi.warpgroup(acc, row0, col0 + BlockN);
-      if (pad_rows && pad_cols) epi.warpgroup(acc, row0 + BlockM, col0 + BlockN);
+      if (pad_rows) epi.template padding<cfg::consumer_n>(row0 + BlockM, col0);
+      if (pad_cols) epi.template padding<cfg::consumer_n>(row0, col0 + BlockN);
+      if (pad_rows && pad_cols) epi.template padding<cfg::consumer_n>(row0 + BlockM, col0 + BlockN);
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
