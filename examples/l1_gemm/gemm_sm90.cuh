@@ -535,9 +535,9 @@ __global__ void __launch_bounds__(threads, 1)
 /// so one runs its epilogue while the other keeps the tensor cores busy with its mainloop. The
 /// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
 /// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
-/// other has issued all but the last two K steps of its previous one (an order barrier): without
-/// it a consumer that skips a whole ring pass would wait on a barrier two phases ahead, which the
-/// parity wait cannot tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
+/// other has passed the end of its previous one (an order barrier): without it a consumer that
+/// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
+/// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
 /// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
 /// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
 /// up to that many K steps without the tensor cores running dry; the stages they read are held.
@@ -576,23 +576,17 @@ __global__ void __launch_bounds__(threads, 1)
     const std::uint32_t a_desc0 = detail::descriptor_low(ring.a), b_desc0 = detail::descriptor_low(ring.b);
     int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
-    // The other consumer may start its mainloop once this one has issued all but its last
-    // `early` K steps: its first MMAs then queue behind this one's last instead of after a
-    // barrier round trip. Safe from parity aliasing while early + 1 < stages: the other's first
-    // stage reuses a slot whose previous fill this consumer has already passed.
-    const int early = k_iters > 2 ? 2 : k_iters - 1;
-    static_assert(2 + 1 < stages, "the early hand-off needs more ring stages");
     for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
+      if (position > 0) {  // every mainloop but the CTA's first waits for the other's to pass
+        detail::wait_parity(&order[consumer], turn_phase);
+        turn_phase ^= 1;
+      }
       const detail::work_unit u = sched.at(unit);
       int stage = position % stages;
       std::uint32_t phase = static_cast<std::uint32_t>(position / stages) & 1u;
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
 #pragma unroll
       for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
-      if (position > 0) {  // every mainloop but the CTA's first waits for the other's hand-off
-        detail::wait_parity(&order[consumer], turn_phase);
-        turn_phase ^= 1;
-      }
       for (int k = 0; k < k_iters; ++k) {
         detail::wait_parity(&ring.full[stage], phase);
         const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
@@ -611,12 +605,12 @@ __global__ void __launch_bounds__(threads, 1)
         detail::fence_accumulators(acc[1]);
         // The MMAs of K step k - InFlight have finished reading their stage.
         if (k >= InFlight && leader) detail::release_slot<Cluster>(&ring.empty[(stage + stages - InFlight) % stages]);
-        if (k == k_iters - 1 - early && thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // the hand-off
         if (++stage == stages) {
           stage = 0;
           phase ^= 1;
         }
       }
+      if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc[0]);
       detail::fence_accumulators(acc[1]);
