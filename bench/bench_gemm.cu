@@ -153,6 +153,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("bench_gemm: no CUDA device; nothing to measure\n");
+    return 0;
+  }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const l1_gemm::engine engine = l1_gemm::resolve(l1_gemm::engine::automatic);
@@ -210,6 +215,10 @@ int main(int argc, char** argv) {
         r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1}
                                 : r.plan.pingpong == 1 ? l1_gemm::sm90::launch_plan{256, 1, 0, 0, 0}
                                                        : r.plan;
+      }
+      if (force_block_n != 0 && (force_pingpong >= 0 || in_flight != 0)) {
+        std::fprintf(stderr, "--force names a cooperative plan: it does not combine with --pingpong or --in-flight\n");
+        return 2;
       }
       if (force_block_n != 0) {
         r.plan = r.fused_plan = l1_gemm::sm90::launch_plan{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};

@@ -6,9 +6,10 @@
 // (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
 // column; and `warpgroup(acc, row0, col0)` with one thread's wgmma m64nNk16 fragment
 // `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0;
-// and `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output (rows >= M or
-// columns >= N), which writes what the output pads there (the NVFP4 scales' 0x00) and nothing
-// else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding granule.
+// and, optionally, `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output
+// (rows >= M or columns >= N), which writes what the output pads there (the NVFP4 scales' 0x00)
+// and nothing else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding
+// granule (an epilogue without it gets `warpgroup` called on such a tile instead).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 #include <cuda_bf16.h>
 

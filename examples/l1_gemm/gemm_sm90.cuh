@@ -27,7 +27,9 @@
 
 #include <cstdio>
 #include <type_traits>
+#include <utility>
 #include <cstdlib>
+#include <atomic>
 #include <mutex>
 
 #include "epilogues.cuh"
@@ -56,7 +58,7 @@ struct config {
   static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4 for 128 x 256 or 128 x 192, 6 for 128 x 128 or 64 x 128, 12 for 64 x 64
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
@@ -253,6 +255,25 @@ __device__ __forceinline__ bool warpgroup_leader() {
   return first_warp && threadIdx.x % 32 == 0;
 }
 
+/// True for epilogues with `padding<N>(row0, col0)` (epilogues.cuh).
+template <class Epilogue, int N, class = void>
+inline constexpr bool has_padding = false;
+template <class Epilogue, int N>
+inline constexpr bool has_padding<
+    Epilogue, N, std::void_t<decltype(std::declval<const Epilogue&>().template padding<N>(index_t{}, index_t{}))>> = true;
+
+/// Writes what an epilogue pads in a 64 x N warpgroup tile wholly beyond the output: its
+/// `padding<N>` where it has one, else the epilogue itself on whatever `acc` holds (bounds-checked,
+/// it then writes only its padding, at the cost of computing the tile).
+template <int N, class Epilogue, int Registers>
+__device__ __forceinline__ void write_padding(const Epilogue& epi, const float (&acc)[Registers], index_t row0, index_t col0) {
+  if constexpr (has_padding<Epilogue, N>) {
+    epi.template padding<N>(row0, col0);
+  } else {
+    epi.warpgroup(acc, row0, col0);
+  }
+}
+
 /// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (cuda::ptx has
 /// no prefetch.tensormap).
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
@@ -307,8 +328,9 @@ struct ring {
 };
 
 /// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
-/// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, nothing
-/// written). Units are split `splits` ways along K.
+/// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, and its
+/// epilogue writes nothing but the output's padding there, which 64-row tiles rely on: see
+/// `pad_rows` in gemm_kernel). Units are split `splits` ways along K.
 template <class Cfg, int Cluster>
 struct unit_schedule {
   int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank;
@@ -517,9 +539,9 @@ __global__ void __launch_bounds__(threads, 1)
       const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * BlockN;
       const bool pad_rows = Cluster == 1 && tile_end_row >= prm.M && tile_end_row % 128 != 0;
       const bool pad_cols = tile_end_col >= prm.N && tile_end_col % 128 != 0;
-      if (pad_rows) epi.template padding<cfg::consumer_n>(row0 + BlockM, col0);
-      if (pad_cols) epi.template padding<cfg::consumer_n>(row0, col0 + BlockN);
-      if (pad_rows && pad_cols) epi.template padding<cfg::consumer_n>(row0 + BlockM, col0 + BlockN);
+      if (pad_rows) detail::write_padding<cfg::consumer_n>(epi, acc, row0 + BlockM, col0);
+      if (pad_cols) detail::write_padding<cfg::consumer_n>(epi, acc, row0, col0 + BlockN);
+      if (pad_rows && pad_cols) detail::write_padding<cfg::consumer_n>(epi, acc, row0 + BlockM, col0 + BlockN);
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
@@ -531,7 +553,7 @@ __global__ void __launch_bounds__(threads, 1)
 }
 
 /// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
-/// wgmma m64n128k16 per K step, 128 accumulators per thread) and the two take alternate tiles,
+/// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the two take alternate tiles,
 /// so one runs its epilogue while the other keeps the tensor cores busy with its mainloop. The
 /// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
 /// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
@@ -656,7 +678,7 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 struct launch_plan {
   int block_n, splits, units;
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
-  int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); -1: choose
+  int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
   int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
   int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128 and 64 x 64 tiles, cooperative only)
 };
@@ -771,36 +793,28 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   launch.stream = stream;
   launch.attrs = &cluster_dims;
   launch.numAttrs = 1;
-  // Once per kernel and device: the image check, the shared-memory opt-in and the number of
-  // clusters resident at once (the grid of every later launch), so that a launch costs the host
-  // two tensor-map encodes and the launch itself.
-  struct prepared {
-    std::once_flag once;
-    fp4fuse::result status;
-    int resident = 0;
-  };
-  static prepared per_device[64];
+  // The shared-memory opt-in on every call (cheap, and a context re-created by cudaDeviceReset
+  // starts without it); the image check and the number of clusters resident at once (the grid of
+  // every later launch) once per kernel and device, cached only when they succeed.
+  static std::atomic<int> resident_per_device[64];  // 0: not known yet
   if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
-  prepared& prep = per_device[device];
-  std::call_once(prep.once, [&] {
-    if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) {
-      prep.status = image;
-      return;
-    }
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-    int resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
-    if (e == cudaSuccess && Cluster > 1) {
+  int resident = resident_per_device[device].load(std::memory_order_relaxed);
+  if (resident == 0) {
+    if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
+  }
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (resident == 0) {
+    resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
+    if constexpr (Cluster > 1) {
       launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      e = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch);
-      if (e == cudaSuccess && resident < 1) e = cudaErrorInvalidConfiguration;
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+      if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
     }
-    prep.status = e == cudaSuccess ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::cuda_error, e};
-    prep.resident = resident;
-  });
-  if (!prep.status) return prep.status;
-  const int resident = prep.resident;
+    resident_per_device[device].store(resident, std::memory_order_relaxed);
+  }
   CUtensorMap tma_x{}, tma_w{};
-  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
+  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
   if (err == cudaSuccess) {
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
   }

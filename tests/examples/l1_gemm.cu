@@ -311,8 +311,9 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
                                               {192, 1, 0, 1, 0}, {192, 1, 0, 2, 0}, {192, 3, 0, 1, 0}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
+  // The 4096 x 40 shape has one K block (fewer than the ping-pong's K steps in flight).
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
-                           {4096, 512, 2048}};
+                           {4096, 512, 2048}, {4096, 40, 256}};
   for (const auto& plan : plans) {
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
   }
