@@ -70,6 +70,10 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(16384, 4096, 7168, sms).splits == 1);
   CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
   CHECK(plan(64, 4096, 7168, sms).block_m == 64);  // decode: no MMA rows wasted on rows beyond T
+  CHECK(plan(64, 5760, 2880, sms).block_m == 64);
+  // GPT-OSS T = 512: 120 tiles of 128 x 192 fill one wave (128 x 256: 92 tiles, 128 x 128: 180).
+  CHECK((plan(512, 5760, 2880, sms).block_m == 128 && plan(512, 5760, 2880, sms).block_n == 192));
+  CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
 }
 
 TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
