@@ -112,7 +112,7 @@ struct row {
   int T, H, N;
   double cublas, ours_bf16, flow1, flow2, flow3, w_read, w_read_measured;
   double enqueue_cublas, enqueue_ours;
-  l1_gemm::sm90::launch_plan plan, fused_plan;
+  l1_gemm::sm90::launch_plan plan;  ///< every flow's (the plan no longer depends on the epilogue)
 };
 
 }  // namespace
@@ -153,11 +153,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_gemm: no CUDA device; nothing to measure\n");
-    return 0;
+  if (force_block_n != 0 && (force_pingpong >= 0 || in_flight != 0)) {
+    std::fprintf(stderr, "--force names a cooperative plan: it does not combine with --pingpong or --in-flight\n");
+    return 2;
   }
+  const l1_gemm::sm90::launch_plan forced{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
+  if (force_block_n != 0 && !l1_gemm::sm90::validate_plan(&forced)) {
+    std::fprintf(stderr, "--force %d %d %d: no such plan\n", force_block_m, force_block_n, force_splits);
+    return 2;
+  }
+  if (!have_device("bench_gemm")) return 0;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const l1_gemm::engine engine = l1_gemm::resolve(l1_gemm::engine::automatic);
@@ -209,31 +214,18 @@ int main(int argc, char** argv) {
       CHECK_FP4(fp4fuse::amax(h, T, I, I, amax, S));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
-      r.plan = r.fused_plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
+      r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
       if (force_pingpong >= 0 && r.plan.splits == 1) {
         // --pingpong 0: the cooperative 128 x 256 kernel where the plan chose ping-pong.
-        r.plan = r.fused_plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1}
+        r.plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1}
                                 : r.plan.pingpong == 1 ? l1_gemm::sm90::launch_plan{256, 1, 0, 0, 0}
                                                        : r.plan;
       }
-      if (force_block_n != 0 && (force_pingpong >= 0 || in_flight != 0)) {
-        std::fprintf(stderr, "--force names a cooperative plan: it does not combine with --pingpong or --in-flight\n");
-        return 2;
-      }
-      if (force_block_n != 0) {
-        r.plan = r.fused_plan = l1_gemm::sm90::launch_plan{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
-        if (!l1_gemm::sm90::validate_plan(&r.plan)) {
-          std::fprintf(stderr, "--force %d %d %d: no such plan\n", force_block_m, force_block_n, force_splits);
-          return 2;
-        }
-      }
-      for (l1_gemm::sm90::launch_plan* lp : {&r.plan, &r.fused_plan}) {
-        if (force_cluster != 0 && lp->splits == 1) lp->cluster = force_cluster;
-        if (lp->pingpong == 1) lp->in_flight = in_flight;
-        lp->cluster = l1_gemm::sm90::cluster_for(*lp, T);
-      }
+      if (force_block_n != 0) r.plan = forced;
+      if (force_cluster != 0 && r.plan.splits == 1) r.plan.cluster = force_cluster;
+      if (r.plan.pingpong == 1) r.plan.in_flight = in_flight;
+      r.plan.cluster = l1_gemm::sm90::cluster_for(r.plan, T);
       const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
-      const l1_gemm::sm90::launch_plan* fp = engine == l1_gemm::engine::wgmma ? &r.fused_plan : nullptr;
       if (profile_model >= 0 && !timed_profile) {
         const int saved = g_reps;
         g_reps = 1;
@@ -242,7 +234,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 3; ++i) {
           cublas.run(x, w, gate_up);
           CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp));
-          CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp));
+          CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp));
         }
         CHECK_CUDA(cudaDeviceSynchronize());
         std::printf("profiled %s T=%d\n", m.name, T);
@@ -257,8 +249,8 @@ int main(int argc, char** argv) {
           cublas_run,
           ours_run,
           [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, fp)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, fp)); },
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, pp)); },
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp)); },
           [&] { read_bytes(w, std::size_t(N) * H * 2); },
       });
       r.cublas = t[0], r.ours_bf16 = t[1], r.flow1 = t[2], r.flow2 = t[3], r.flow3 = t[4], r.w_read_measured = t[5];
@@ -267,7 +259,7 @@ int main(int argc, char** argv) {
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
-      std::printf("%s / %s | ", describe(r.plan).c_str(), describe(r.fused_plan).c_str());
+      std::printf("%s | ", describe(r.plan).c_str());
       std::printf("%-11s T=%5d H=%d 2I=%d  cuBLAS %8.1f us %6.1f TF | ours BF16 %8.1f us (%.2fx) | flow1 %.2fx flow2 %.2fx flow3 %.2fx | "
                   "W read %.1f us (flow3 %.2fx), measured %.1f us | enqueue us: cuBLAS %.1f ours %.1f\n",
                   m.name, T, H, N, r.cublas, tf / r.cublas, r.ours_bf16, r.ours_bf16 / r.cublas, r.flow1 / r.cublas,
@@ -286,13 +278,13 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs timed round-robin, L2 flushed (256 MiB read) before "
                  "each; time in us (TFLOP/s); x = time / cuBLAS time; W read: at copy bandwidth / by a read-only kernel in the same run.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
-    std::fprintf(f, "| model | T | our schedule: BF16 store / SwiGLU epilogues (flows 2, 3) | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
+    std::fprintf(f, "| model | T | our schedule | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
                     "flow 3: fused NVFP4 | W read at copy BW / measured |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (const row& r : rows) {
       const double tf = 2.0 * r.T * r.H * r.N * 1e-6;
       auto cell = [&](double t) { return std::to_string(t).substr(0, std::to_string(t).find('.') + 2); };
-      std::fprintf(f, "| %s | %d | %s / %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) / %.1f |\n",
-                   r.model.c_str(), r.T, describe(r.plan).c_str(), describe(r.fused_plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
+      std::fprintf(f, "| %s | %d | %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) / %.1f |\n",
+                   r.model.c_str(), r.T, describe(r.plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
                    r.ours_bf16 / r.cublas, cell(r.flow1).c_str(), tf / r.flow1, r.flow1 / r.cublas, cell(r.flow2).c_str(), tf / r.flow2,
                    r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read, r.w_read_measured);
     }

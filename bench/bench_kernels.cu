@@ -47,11 +47,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) g_reps = std::atoi(argv[++i]);
     if (std::string(argv[i]) == "--markdown" && i + 1 < argc) markdown = argv[++i];
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_kernels: no CUDA device; nothing to measure\n");
-    return 0;
-  }
+  if (!have_device("bench_kernels")) return 0;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("GPU: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);

@@ -113,6 +113,16 @@ inline double enqueue_us(const std::function<void()>& launch) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / 64;
 }
 
+/// True when a CUDA device is present; else says so for benchmark `name` (nothing to measure).
+inline bool have_device(const char* name) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("%s: no CUDA device; nothing to measure\n", name);
+    return false;
+  }
+  return true;
+}
+
 __global__ void empty_kernel() {}
 
 /// Fills p[0, n) with hashed values uniform in [-amplitude, amplitude) (steps of amplitude / 2^15).
