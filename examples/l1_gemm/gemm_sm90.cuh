@@ -527,8 +527,9 @@ __global__ void __launch_bounds__(threads, 1)
 }
 
 /// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
-/// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the two take alternate tiles,
-/// so one runs its epilogue while the other keeps the tensor cores busy with its mainloop. The
+/// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the
+/// two take alternate tiles, so one runs its epilogue while the other keeps the tensor cores busy
+/// with its mainloop. The
 /// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
 /// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
 /// other has passed the end of its previous one (an order barrier): without it a consumer that
