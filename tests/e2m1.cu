@@ -50,6 +50,20 @@ struct pack_op {
     return fp4fuse::e2m1x8_encode(v);
   }
 };
+/// Packs four and eight values of which one is the input's own bit pattern (every special, NaN
+/// payload and boundary neighbour the input sets hold) and the rest derived as in `pack_op`: the
+/// x4 and x8 encoders, their NaN fallbacks included, folded into one checksum word.
+struct pack_special_op {
+  __host__ __device__ std::uint32_t operator()(std::uint32_t u) const {
+    const int own = static_cast<int>(((u >> 16) ^ (u >> 7)) & 7u);  // bf16 patterns vary bits 16+
+    float v[8];
+    for (int i = 0; i < 8; ++i) v[i] = i == own ? cuda::std::bit_cast<float>(u) : pack_op::derive(u, i);
+    const float(&low)[4] = *reinterpret_cast<const float(*)[4]>(&v[0]);
+    const float(&high)[4] = *reinterpret_cast<const float(*)[4]>(&v[4]);
+    const std::uint32_t x4 = fp4fuse::e2m1x4_encode(low) | (static_cast<std::uint32_t>(fp4fuse::e2m1x4_encode(high)) << 16);
+    return x4 ^ (fp4fuse::e2m1x8_encode(v) * 0x9E3779B9u);
+  }
+};
 struct decode_op {
   __host__ __device__ std::uint32_t operator()(std::uint32_t u) const {
     const float2 f = fp4fuse::e2m1x2_decode_float2(static_cast<std::uint8_t>(u));
@@ -126,12 +140,16 @@ TEST_CASE("e2m1: packed forms put element i in nibble i", "[e2m1]") {
     for (int i = 0; i < 16; ++i) {
       REQUIRE(((w >> (4 * i)) & 0xF) == toolkit_e2m1(v[i]));
     }
+    const std::uint16_t quad = fp4fuse::e2m1x4_encode(*reinterpret_cast<const float(*)[4]>(&v[4]));
+    REQUIRE(quad == ((w >> 16) & 0xFFFF));
     const std::uint8_t pair = fp4fuse::e2m1x2_encode(v[0], v[1]);
     // The toolkit's float2 form uses the same order: .x in the low nibble.
     REQUIRE(pair == __nv_cvt_float2_to_fp4x2(make_float2(v[0], v[1]), __NV_E2M1, cudaRoundNearest));
   }
   float ramp[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   CHECK(fp4fuse::e2m1x8_encode(ramp) == 0x76543210u);
+  const float quad[4] = {0.5f, -1.0f, 6.0f, 2.5f};  // the doc example: 2.5 ties to 2
+  CHECK(fp4fuse::e2m1x4_encode(quad) == 0x47A1u);
 }
 
 TEST_CASE("e2m1: decode matches the toolkit for every nibble and byte", "[e2m1]") {
@@ -163,6 +181,9 @@ TEST_CASE("e2m1 [gpu]: device encode equals host on all bfloat16 and 10^9 random
 
 TEST_CASE("e2m1 [gpu]: device packing and decoding equal the host", "[gpu][e2m1]") {
   CHECK(device_matches_host(random_bits(1 << 22, "e2m1 device pack"), pack_op{}, "e2m1x8") == 0);
+  CHECK(device_matches_host(all_bfloat16_as_float_bits(), pack_special_op{}, "e2m1x4/x8 bf16") == 0);
+  CHECK(device_matches_host(special_floats(), pack_special_op{}, "e2m1x4/x8 specials") == 0);
+  CHECK(device_matches_host(floats_near(e2m1_boundaries), pack_special_op{}, "e2m1x4/x8 boundaries") == 0);
   std::vector<std::uint32_t> bytes(256);
   for (std::uint32_t i = 0; i < 256; ++i) bytes[i] = i;
   CHECK(device_matches_host(bytes, decode_op{}, "e2m1 decode") == 0);

@@ -248,6 +248,21 @@ __device__ __forceinline__ void write_padding(const Epilogue& epi, const float (
   }
 }
 
+/// True for epilogues with `prefetch()` (epilogues.cuh).
+template <class Epilogue, class = void>
+inline constexpr bool has_prefetch = false;
+template <class Epilogue>
+inline constexpr bool has_prefetch<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().prefetch())>> = true;
+
+/// Lets an epilogue fetch what it reads (a scale in device memory) while the mainloop runs: with
+/// one tile per CTA (decode, T = 512) its first read would otherwise wait for DRAM after the last MMA.
+template <class Epilogue>
+__device__ __forceinline__ void prefetch_epilogue(const Epilogue& epi) {
+  if constexpr (has_prefetch<Epilogue>) {
+    epi.prefetch();
+  }
+}
+
 /// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (cuda::ptx has
 /// no prefetch.tensormap).
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
@@ -421,6 +436,7 @@ __global__ void __launch_bounds__(threads, 1)
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
     detail::prefetch_tensor_map(tma_w);
+    detail::prefetch_epilogue(epi);
   }
   detail::init_ring<cfg, Cluster>(ring, 2 * Cluster);  // empty: each consumer warpgroup of the cluster
 
@@ -557,6 +573,7 @@ __global__ void __launch_bounds__(threads, 1)
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
     detail::prefetch_tensor_map(tma_w);
+    detail::prefetch_epilogue(epi);
     cuda::ptx::mbarrier_init(&order[0], 1);
     cuda::ptx::mbarrier_init(&order[1], 1);
   }

@@ -61,17 +61,19 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_cvt(float lo, float hi) {
       : "=r"(out) : "f"(lo), "f"(hi));
   return out;
 }
-FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_cvt(const float (&v)[8]) {
-  cuda::std::uint32_t out;
-  asm("{\n .reg .b8 b0, b1, b2, b3;\n"
+FP4FUSE_DEVICE cuda::std::uint16_t e2m1x4_cvt(const float (&v)[4]) {
+  cuda::std::uint16_t out;
+  asm("{\n .reg .b8 b0, b1;\n"
       " cvt.rn.satfinite.e2m1x2.f32 b0, %2, %1;\n"
       " cvt.rn.satfinite.e2m1x2.f32 b1, %4, %3;\n"
-      " cvt.rn.satfinite.e2m1x2.f32 b2, %6, %5;\n"
-      " cvt.rn.satfinite.e2m1x2.f32 b3, %8, %7;\n"
-      " mov.b32 %0, {b0, b1, b2, b3};\n}"
-      : "=r"(out)
-      : "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]), "f"(v[4]), "f"(v[5]), "f"(v[6]), "f"(v[7]));
+      " mov.b16 %0, {b0, b1};\n}"
+      : "=h"(out)
+      : "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
   return out;
+}
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_cvt(const float (&v)[8]) {
+  return e2m1x4_cvt(*reinterpret_cast<const float(*)[4]>(&v[0])) |
+         (static_cast<cuda::std::uint32_t>(e2m1x4_cvt(*reinterpret_cast<const float(*)[4]>(&v[4]))) << 16);
 }
 // `cvt.rn.f16x2.e2m1x2 d, a`: the low nibble of a becomes the low half of d.
 FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_to_half2_cvt(cuda::std::uint8_t byte) {
@@ -111,32 +113,54 @@ FP4FUSE_DEVICE float e2m1x4_pack_magic(float c0, float c1, float c2, float c3) {
   return fmaf(c3 - kRound, 4096.0f, w);
 }
 
-/// The software encoder for eight values, arranged for the GPU's pipes: the codes are rounded and
-/// packed with FMA-pipe arithmetic, the signs added with integer multiply-adds; a NaN anywhere
-/// (rare) takes an exact per-element path. Bit-identical to `e2m1_encode_software` per nibble.
-FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_encode_software_device(const float (&v)[8]) {
-  float c[8];
+/// 2^23 + the four magnitude codes of v packed in 16 bits (see `e2m1x4_pack_magic`); NaN if any
+/// v[i] is NaN.
+FP4FUSE_DEVICE float e2m1x4_magnitudes_magic(const float* v) {
+  return e2m1x4_pack_magic(e2m1_magnitude_code_magic(v[0]), e2m1_magnitude_code_magic(v[1]),
+                           e2m1_magnitude_code_magic(v[2]), e2m1_magnitude_code_magic(v[3]));
+}
+
+/// Sign bit of v[i] moved to bit 4i + 3, i < N, added to `nibbles`: a multiply-add per value (FMA
+/// pipe) rather than shifts and masks.
+template <int N>
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1_add_signs(cuda::std::uint32_t nibbles, const float* v) {
   FP4FUSE_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    c[i] = e2m1_magnitude_code_magic(v[i]);
+  for (int i = 0; i < N; ++i) {
+    nibbles += __umulhi(float_bits(v[i]), 2u) * (1u << (4 * i + 3));
   }
-  const float lo = e2m1x4_pack_magic(c[0], c[1], c[2], c[3]);
-  const float hi = e2m1x4_pack_magic(c[4], c[5], c[6], c[7]);
-  if (lo != lo || hi != hi) {
-    cuda::std::uint32_t out = 0;
-    FP4FUSE_UNROLL
-    for (int i = 0; i < 8; ++i) {
-      out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
-    }
-    return out;
-  }
-  cuda::std::uint32_t out = __byte_perm(float_bits(lo), float_bits(hi), 0x5410);
+  return nibbles;
+}
+
+/// The exact per-element path of the software encoders, taken when a value is NaN (rare).
+template <int N>
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1_encode_each(const float* v) {
+  cuda::std::uint32_t out = 0;
   FP4FUSE_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    // sign bit i -> bit 4i + 3, as a multiply-add (FMA pipe) rather than shifts and masks
-    out += __umulhi(float_bits(v[i]), 2u) * (1u << (4 * i + 3));
+  for (int i = 0; i < N; ++i) {
+    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
   }
   return out;
+}
+
+/// The software encoder for four values, arranged for the GPU's pipes: the codes are rounded and
+/// packed with FMA-pipe arithmetic, the signs added with integer multiply-adds; a NaN anywhere
+/// (rare) takes the exact per-element path. Bit-identical to `e2m1_encode_software` per nibble.
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x4_encode_software_device(const float (&v)[4]) {
+  const float codes = e2m1x4_magnitudes_magic(v);
+  if (codes != codes) {
+    return e2m1_encode_each<4>(v);
+  }
+  return e2m1_add_signs<4>(float_bits(codes) - float_bits(8388608.0f), v);
+}
+
+/// The same for eight values.
+FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_encode_software_device(const float (&v)[8]) {
+  const float lo = e2m1x4_magnitudes_magic(&v[0]);
+  const float hi = e2m1x4_magnitudes_magic(&v[4]);
+  if (lo != lo || hi != hi) {
+    return e2m1_encode_each<8>(v);
+  }
+  return e2m1_add_signs<8>(__byte_perm(float_bits(lo), float_bits(hi), 0x5410), v);
 }
 #endif
 
@@ -169,6 +193,27 @@ FP4FUSE_HOST_DEVICE cuda::std::uint8_t e2m1x2_encode(float lo, float hi) {
   return static_cast<cuda::std::uint8_t>(detail::e2m1x2_cvt(lo, hi));
 #else
   return static_cast<cuda::std::uint8_t>(e2m1_encode_software(lo) | (e2m1_encode_software(hi) << 4));
+#endif
+}
+
+/// Encodes four floats into 16 bits, v[i] in bits 4i+3..4i (two bytes in the standard packed
+/// order): what one thread of an mma fragment holds of an NVFP4 block.
+/// \code
+/// float v[4] = {0.5f, -1, 6, 2.5f};
+/// uint16_t w = fp4fuse::e2m1x4_encode(v);  // 0x47A1 (2.5 ties to 2)
+/// \endcode
+FP4FUSE_HOST_DEVICE cuda::std::uint16_t e2m1x4_encode(const float (&v)[4]) {
+#if FP4FUSE_ARCH_HAS_E2M1_CVT
+  return detail::e2m1x4_cvt(v);
+#elif FP4FUSE_DEVICE_PASS
+  return static_cast<cuda::std::uint16_t>(detail::e2m1x4_encode_software_device(v));
+#else
+  cuda::std::uint32_t out = 0;
+FP4FUSE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
+  }
+  return static_cast<cuda::std::uint16_t>(out);
 #endif
 }
 

@@ -49,8 +49,13 @@ struct scale_layout_linear {
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return rows * scale_cols; }
   /// Byte offset of scale (row, scale_col). Precondition: row < rows, scale_col < scale_cols.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
-    return row * scale_cols + scale_col;
+    return row_offset(row) + col_offset(scale_col);
   }
+  /// The row's part of `offset`: offset(row, k) == row_offset(row) + col_offset(k) for every row
+  /// and k (an epilogue computes the row part once per row).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t row_offset(cuda::std::int64_t row) const { return row * scale_cols; }
+  /// The scale column's part of `offset` (see `row_offset`).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t col_offset(cuda::std::int64_t scale_col) const { return scale_col; }
   /// Always false: this layout has no padding.
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t, cuda::std::int64_t) const { return false; }
 };
@@ -81,10 +86,23 @@ struct scale_layout_swizzled_128x4 {
   }
   /// M' * K' bytes.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
-  /// Byte offset of (row, scale_col), valid for the padded range row < M', scale_col < K'.
+  /// Byte offset of (row, scale_col), valid for the padded range 0 <= row < M', 0 <= scale_col < K'.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
-    return (row / 128) * (padded_cols() / 4) * 512 + (scale_col / 4) * 512 + (row % 32) * 16 +
-           ((row % 128) / 32) * 4 + (scale_col % 4);
+    return row_offset(row) + col_offset(scale_col);
+  }
+  /// The row's part of `offset`: offset(row, k) == row_offset(row) + col_offset(k) for every row
+  /// and k in the padded range (an epilogue computes the row part once per row).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t row_offset(cuda::std::int64_t row) const {
+    // Unsigned: positions are non-negative, and unsigned / and % by powers of two are single shifts
+    // and masks (signed ones need a rounding fix-up).
+    const auto r = static_cast<cuda::std::uint64_t>(row);
+    return static_cast<cuda::std::int64_t>((r / 128) * static_cast<cuda::std::uint64_t>(padded_cols() / 4) * 512 +
+                                            (r % 32) * 16 + ((r % 128) / 32) * 4);
+  }
+  /// The scale column's part of `offset` (see `row_offset`).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t col_offset(cuda::std::int64_t scale_col) const {
+    const auto k = static_cast<cuda::std::uint64_t>(scale_col);
+    return static_cast<cuda::std::int64_t>((k / 4) * 512 + (k % 4));
   }
   /// True where (row, scale_col) lies in the padding (row >= rows or scale_col >= scale_cols).
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {

@@ -45,17 +45,17 @@ __device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int6
   return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : 0.0f;
 }
 
-constexpr int kTiles = 8;  // mma.sync: 64 gate/up columns = 32 output columns = 2 NVFP4 blocks per warp
-
-/// Each warp loads a 16 x 64 gate/up tile into registers exactly as mma.sync would leave it, then
-/// runs the epilogue. The warps cover round_up(rows, 128) x round_up(I, 64) output elements, the
-/// scale tensor's padded extent: tiles beyond the matrix load zeros and still call the epilogue.
-template <class Intermediate, class Activation>
+/// Each warp loads a 16 x 8 Tiles gate/up tile into registers exactly as mma.sync would leave it,
+/// then runs the epilogue. The warps cover round_up(rows, 128) x round_up(I, 4 Tiles) output
+/// elements, at least the scale tensor's padded extent: tiles beyond the matrix load zeros and
+/// still call the epilogue. Tiles = 4 n8 tiles per NVFP4 block; the epilogue takes blocks four
+/// at a time, so 1, 2, 4 and 6 blocks (Tiles 4, 8, 16, 24) cover partial and whole groups.
+template <int kTiles, class Intermediate, class Activation>
 __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
-  const std::int64_t tiles_per_row = out.layout.padded_cols() * 16 / (4 * kTiles);
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
   const std::int64_t row0 = (warp / tiles_per_row) * 16;
   const std::int64_t gu0 = (warp % tiles_per_row) * 8 * kTiles;
   if (row0 >= out.layout.padded_rows()) return;  // whole warp
@@ -162,11 +162,13 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
   CHECK(got_s.guard_intact());
 }
 
-template <class Intermediate, class Activation>
+template <class Intermediate, int kTiles = 8, class Activation>
 void check_mma(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("mma tile: " << kTiles << " n8 tiles (" << kTiles / 4 << " NVFP4 blocks per row)");
   check_against_swiglu_quantize<Intermediate>(rows, I, act, salt, [&](const float* gu, const float* S, const output_t& out) {
-    const std::int64_t warps = out.layout.padded_rows() / 16 * (out.layout.padded_cols() * 16 / (4 * kTiles));
-    mma_epilogue_kernel<Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, out);
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = out.layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, out);
   });
 }
 
@@ -198,6 +200,14 @@ TEST_CASE("swiglu_nvfp4_mma_epilogue [gpu]: bit-identical to swiglu_quantize, sc
   check_mma<fp32>(130, 2880, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
   check_mma<fp32>(65, 80, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
   check_mma<fp32>(16, 160, fp4fuse::activation::gelu_tanh{}, "epi gelu");
+  // 1, 4 and 6 blocks per warp tile: a lone block, one whole group of four, one and a half groups.
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {16, 80, 96, 1040}) {
+      check_mma<fp32, 4>(rows, I, fp4fuse::activation::silu{}, "epi 1 block");
+      check_mma<fp32, 16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "epi 4 blocks");
+      check_mma<bf16, 24>(rows, I, fp4fuse::activation::silu{}, "epi 6 blocks");
+    }
+  }
 }
 
 TEST_CASE("swiglu_nvfp4_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical to swiglu_quantize, scale padding included",

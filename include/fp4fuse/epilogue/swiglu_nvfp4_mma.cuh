@@ -33,6 +33,65 @@ struct nvfp4_epilogue_output {
   cuda::std::int64_t cols;         ///< I, a multiple of 16: blocks at or beyond cols / 16 are not written
 };
 
+namespace detail {
+
+/// Quad-collective (the 4 lanes t = lane % 4 of an mma row): lane t holds partial maxima a[j] of
+/// blocks j = 0..3; returns max over the quad of a[t] (block t's amax) in lane t. Reduce-scatter:
+/// 3 shuffles instead of the 8 of four all-reductions. NaN loses, as in `nvfp4_block_amax`.
+FP4FUSE_DEVICE float quad_reduce_scatter_max(const float (&a)[4], int t) {
+  const bool upper = (t & 2) != 0;  // lanes 2, 3 keep blocks 2, 3
+  const float send0 = upper ? a[0] : a[2], send1 = upper ? a[1] : a[3];
+  const float pair0 = max_num(upper ? a[2] : a[0], __shfl_xor_sync(0xFFFFFFFFu, send0, 2));
+  const float pair1 = max_num(upper ? a[3] : a[1], __shfl_xor_sync(0xFFFFFFFFu, send1, 2));
+  const bool odd = (t & 1) != 0;  // odd lanes keep the odd block of the pair
+  return max_num(odd ? pair1 : pair0, __shfl_xor_sync(0xFFFFFFFFu, odd ? pair0 : pair1, 1));
+}
+
+/// Quad-collective inverse of the above: lane t holds v (block t's value); every lane gets all 4.
+FP4FUSE_DEVICE void quad_all_gather(float v, int t, float (&all)[4]) {
+  const float partner = __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+  const bool odd = (t & 1) != 0;
+  const float even_block = odd ? partner : v, odd_block = odd ? v : partner;  // blocks 2p, 2p + 1
+  const float other_even = __shfl_xor_sync(0xFFFFFFFFu, even_block, 2);
+  const float other_odd = __shfl_xor_sync(0xFFFFFFFFu, odd_block, 2);
+  const bool upper = (t & 2) != 0;
+  all[0] = upper ? other_even : even_block;
+  all[1] = upper ? other_odd : odd_block;
+  all[2] = upper ? even_block : other_even;
+  all[3] = upper ? odd_block : other_odd;
+}
+
+/// Quad-collective transpose of packed bytes: lane t holds, for blocks j = 0..3, bytes t and 4 + t
+/// of block j in the low and high byte of w[j]; returns in lane t block t's 8 bytes in order
+/// (byte i of the result from lane i % 4). Two shuffles and four byte permutations.
+FP4FUSE_DEVICE uint2 quad_transpose_bytes(const cuda::std::uint32_t (&w)[4], int t) {
+  const cuda::std::uint32_t blocks01 = w[0] | (w[1] << 16), blocks23 = w[2] | (w[3] << 16);
+  const bool upper = (t & 2) != 0;
+  // After this exchange lane t holds its own and lane t ^ 2's halves of blocks 2p, 2p + 1.
+  const cuda::std::uint32_t mine = upper ? blocks23 : blocks01;
+  const cuda::std::uint32_t theirs = __shfl_xor_sync(0xFFFFFFFFu, upper ? blocks01 : blocks23, 2);
+  // Keep block t's halves (own, lane t ^ 2's), send the pair's other block to lane t ^ 1.
+  const bool odd = (t & 1) != 0;
+  const cuda::std::uint32_t keep = __byte_perm(mine, theirs, odd ? 0x7632u : 0x5410u);
+  const cuda::std::uint32_t got = __shfl_xor_sync(0xFFFFFFFFu, __byte_perm(mine, theirs, odd ? 0x5410u : 0x7632u), 1);
+  // keep = [lane t: lo, hi | lane t^2: lo, hi], got = [lane t^1 | lane t^3]: order bytes by lane.
+  constexpr cuda::std::uint32_t low_selector[4] = {0x6240u, 0x2604u, 0x4062u, 0x0426u};
+  const cuda::std::uint32_t selector = low_selector[t];
+  return make_uint2(__byte_perm(keep, got, selector), __byte_perm(keep, got, selector + 0x1111u));
+}
+
+/// Quad-collective: lane t holds bytes t and 4 + t of one block in the low and high byte of w;
+/// returns the block's 8 bytes in order in every lane. Two shuffles and three byte permutations.
+FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
+  // [byte 2p, byte 2p + 1, byte 4 + 2p, byte 5 + 2p] of the lane pair p = t / 2
+  const cuda::std::uint32_t pair = __byte_perm(w, __shfl_xor_sync(0xFFFFFFFFu, w, 1), (t & 1) ? 0x1504u : 0x5140u);
+  const cuda::std::uint32_t other = __shfl_xor_sync(0xFFFFFFFFu, pair, 2);
+  const bool upper = (t & 2) != 0;
+  return make_uint2(__byte_perm(pair, other, upper ? 0x1054u : 0x5410u), __byte_perm(pair, other, upper ? 0x3276u : 0x7632u));
+}
+
+}  // namespace detail
+
 /// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4. Warp-collective:
 /// all 32 lanes must call it with the same arguments (except `acc`).
 ///
@@ -44,11 +103,18 @@ struct nvfp4_epilogue_output {
 /// \param act   the gated activation (`activation::silu`, `swiglu_clamped`, `gelu_tanh`)
 /// \param quantizer the recipe's quantizer built from the global encode scale
 /// \param out   destination tensors and their logical extent
-/// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0.
+/// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0; the
+/// layout's offset splits as `row_offset(row) + col_offset(block)` (both fp4fuse layouts do).
 /// Packed bytes of rows >= out.rows or blocks >= out.cols / 16 are not written. Scale entries in
 /// the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers are
 /// written as 0x00: tiles covering round_up(rows, 128) x round_up(cols, 64) (swizzled layout)
 /// write the whole scale tensor, padding included.
+///
+/// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
+/// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
+/// values of each block, and the quad transposes the packed bytes so that each lane stores one
+/// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
+/// reduced in every lane instead, which takes fewer steps for one block.
 /// \code
 /// float acc[8][4];  // 16 x 64 gate/up tile from mma.sync
 /// fp4fuse::swiglu_nvfp4_mma_epilogue(acc, fp4fuse::activation::silu{}, q, row0, col0, out);
@@ -59,48 +125,81 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
                                               cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
   static_assert(Tiles % 4 == 0, "swiglu_nvfp4_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
   using frag = mma_m16n8_f32_fragment;
+  constexpr int blocks = Tiles / 4;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
+  const cuda::std::int64_t first_block_col = col0 / 16;
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
     const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
+    const bool row_inside = row < out.rows;
+    const bool row_in_scales = row < out.layout.padded_rows();
+    const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * 8;
+    const cuda::std::int64_t scale_row = out.layout.row_offset(row);
     FP4FUSE_UNROLL
-    for (int block = 0; block < Tiles / 4; ++block) {
-      // The lane's four activations of this block: granule q (0, 1), register 2 * half + e (e = 0, 1).
-      float h[4];
+    for (int group = 0; group < (blocks + 3) / 4; ++group) {
+      // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
+      float h[4][4];
+      float partial_amax[4];
       FP4FUSE_UNROLL
-      for (int q = 0; q < 2; ++q) {
+      for (int j = 0; j < 4; ++j) {
+        const int block = 4 * group + j;
         FP4FUSE_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const int gate_tile = 4 * block + 2 * q;
-          float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
-          if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
-            v = __bfloat162float(__float2bfloat16_rn(v));
-          }
-          h[2 * q + e] = v;
+        for (int i = 0; i < 4; ++i) {
+          h[j][i] = 0.0f;  // blocks beyond the tile (a partial last group): never stored
         }
+        if (block < blocks) {
+          FP4FUSE_UNROLL
+          for (int q = 0; q < 2; ++q) {
+            FP4FUSE_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int gate_tile = 4 * block + 2 * q;
+              float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
+              if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
+                v = __bfloat162float(__float2bfloat16_rn(v));
+              }
+              h[j][2 * q + e] = v;
+            }
+          }
+        }
+        partial_amax[j] = nvfp4_block_amax(h[j]);
       }
-      // The lane's part of the block amax, then the quad's (NaN ignored, as the codec does).
-      float amax = nvfp4_block_amax(h);
-      amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
-      amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
-      const nvfp4_block_scale s = quantizer.block_scale(amax);
-      // Bytes t and 4 + t of the block's 8: columns (2t, 2t+1) and (8+2t, 8+2t+1).
-      cuda::std::uint32_t lo = static_cast<cuda::std::uint32_t>(e2m1x2_encode(h[0] * s.multiplier, h[1] * s.multiplier)) << (8 * t);
-      cuda::std::uint32_t hi = static_cast<cuda::std::uint32_t>(e2m1x2_encode(h[2] * s.multiplier, h[3] * s.multiplier)) << (8 * t);
-      lo |= __shfl_xor_sync(0xFFFFFFFFu, lo, 1);
-      hi |= __shfl_xor_sync(0xFFFFFFFFu, hi, 1);
-      lo |= __shfl_xor_sync(0xFFFFFFFFu, lo, 2);
-      hi |= __shfl_xor_sync(0xFFFFFFFFu, hi, 2);
-      const cuda::std::int64_t block_col = col0 / 16 + block;
-      const bool inside = row < out.rows && block_col < out.cols / 16;
-      if (inside && t == 0) {
-        *reinterpret_cast<uint2*>(out.packed + row * out.ld_packed + block_col * 8) = make_uint2(lo, hi);
+      // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of
+      // one block). Nibbles: bytes t and 4 + t of a block, columns (2t, 2t+1) and (8+2t, 8+2t+1).
+      uint2 bytes;
+      nvfp4_block_scale own;
+      if (blocks - 4 * group == 1) {  // known at compile time once the loop is unrolled
+        // A lone block (16-column tiles): all-reduce the amax, every lane computes the scale, gather.
+        float amax = detail::max_num(partial_amax[0], __shfl_xor_sync(0xFFFFFFFFu, partial_amax[0], 1));
+        amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+        own = quantizer.block_scale(amax);
+        const float scaled[4] = {h[0][0] * own.multiplier, h[0][1] * own.multiplier, h[0][2] * own.multiplier,
+                                 h[0][3] * own.multiplier};
+        bytes = detail::quad_gather_bytes(e2m1x4_encode(scaled), t);
+      } else {
+        // Lane t computes block 4 * group + t's scale and shares its multiplier with the quad.
+        own = quantizer.block_scale(detail::quad_reduce_scatter_max(partial_amax, t));
+        float multiplier[4];
+        detail::quad_all_gather(own.multiplier, t, multiplier);
+        cuda::std::uint32_t nibbles[4];
+        FP4FUSE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          const float scaled[4] = {h[j][0] * multiplier[j], h[j][1] * multiplier[j], h[j][2] * multiplier[j],
+                                   h[j][3] * multiplier[j]};
+          nibbles[j] = 4 * group + j < blocks ? e2m1x4_encode(scaled) : 0u;  // no work for absent blocks
+        }
+        bytes = detail::quad_transpose_bytes(nibbles, t);
+      }
+      const int block = 4 * group + t;
+      const cuda::std::int64_t block_col = first_block_col + block;
+      const bool inside = row_inside && block_col < out.cols / 16;
+      if (block < blocks && inside) {
+        *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
       }
       // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
       // padded extent leaves no byte of the scale tensor unwritten.
-      if (t == 1 && row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
-        out.scales[out.layout.offset(row, block_col)] = inside ? s.code : cuda::std::uint8_t{0};
+      if (block < blocks && row_in_scales && block_col < out.layout.padded_cols()) {
+        out.scales[scale_row + out.layout.col_offset(block_col)] = inside ? own.code : cuda::std::uint8_t{0};
       }
     }
   }
