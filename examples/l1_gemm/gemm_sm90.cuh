@@ -42,23 +42,27 @@ constexpr int group_m = 8;    // M-blocks per raster group
 constexpr int ring_bytes = 192 * 1024;
 
 /// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
-/// warpgroup computes 64 rows of the tile), or 64 x 128 or 64 x 64 for small M (both consumers
-/// share the 64 rows and each computes half of the columns).
+/// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
+/// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
+/// computes the tile, the other idles: streaming W, not MMA issue, bounds a decode GEMM, and the
+/// 16-stage ring keeps more of W in flight).
 template <int BlockN, int BlockM = block_m>
 struct config {
   static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
-                    (BlockM == 64 && (BlockN == 128 || BlockN == 64)),
-                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128 or 64 x 64");
+                    (BlockM == 64 && (BlockN == 128 || BlockN == 64 || BlockN == 32)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32");
   static constexpr int block_n = BlockN;
   static constexpr int rows = BlockM;
-  static constexpr bool consumers_split_n = BlockM == 64;
+  static constexpr bool single_consumer = BlockN == 32;
+  static constexpr int consumers = single_consumer ? 1 : 2;
+  static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;
   /// Columns of one consumer's wgmma and its accumulators per thread.
   static constexpr int consumer_n = consumers_split_n ? BlockN / 2 : BlockN;
   static constexpr int registers = consumer_n / 2;
   static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
@@ -294,6 +298,28 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
   return u;
 }
 
+/// The output's padding beyond a tile: the tiles cover round_up(M, BlockM) x round_up(N, BlockN),
+/// and with 64-row or 32-, 64- or 192-wide tiles that can end short of a multiple of 128.
+/// Epilogues whose output is padded to 128 rows and 128 gate/up columns (the NVFP4 scales' 128 x 4
+/// layout, whose padding is written as 0x00) get the rest from the last tile before it: rows >= M
+/// and columns >= N are beyond the output, so only that padding is written (epilogues.cuh:
+/// `padding`). With clusters of 2 the peer CTA's tile covers the rows. (row0, col0): the calling
+/// warpgroup's part of the tile.
+template <class Cfg, int Cluster, class Epilogue, int Registers>
+__device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const float (&acc)[Registers], const work_unit& u,
+                                                const params& prm, index_t row0, index_t col0) {
+  const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * Cfg::rows;
+  const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * Cfg::block_n;
+  const bool rows_end_here = Cluster == 1 && tile_end_row >= prm.M;
+  const index_t pad_row_end = rows_end_here ? (tile_end_row + 127) / 128 * 128 : tile_end_row;
+  const index_t pad_col_end = tile_end_col >= prm.N ? (tile_end_col + 127) / 128 * 128 : tile_end_col;
+  for (index_t r = row0; r < row0 + (pad_row_end - tile_end_row) + Cfg::rows; r += Cfg::rows) {
+    for (index_t c = col0; c < col0 + (pad_col_end - tile_end_col) + Cfg::block_n; c += Cfg::block_n) {
+      if (r != row0 || c != col0) write_padding<Cfg::consumer_n>(epi, acc, r, c);
+    }
+  }
+}
+
 /// The shared-memory ring of a kernel with tiles of config Cfg, aligned to the 128-byte swizzle's
 /// 1024-byte period: `stages` X tiles, then `stages` W tiles, their full and empty barriers, then
 /// 16 bytes the consumers use for hand-offs (split-K flags or the ping-pong order barriers).
@@ -438,7 +464,7 @@ __global__ void __launch_bounds__(threads, 1)
     detail::prefetch_tensor_map(tma_w);
     detail::prefetch_epilogue(epi);
   }
-  detail::init_ring<cfg, Cluster>(ring, 2 * Cluster);  // empty: each consumer warpgroup of the cluster
+  detail::init_ring<cfg, Cluster>(ring, cfg::consumers * Cluster);  // empty: each consumer warpgroup of the cluster
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
@@ -455,7 +481,13 @@ __global__ void __launch_bounds__(threads, 1)
     const std::uint32_t b_desc0 = detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0));
     int stage = 0;
     std::uint32_t phase = 0;
-    for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+    const bool active = consumer < cfg::consumers;  // 64 x 32 tiles: the second consumer has no MMAs
+    // ... and, where the epilogue writes its padding without accumulators (`padding`), writes the
+    // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
+    // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
+    // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
+    constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<Epilogue, cfg::consumer_n>;
+    for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
       const detail::work_unit u = sched.at(unit);
       float acc[registers];
 #pragma unroll
@@ -519,19 +551,19 @@ __global__ void __launch_bounds__(threads, 1)
         }
       }
       epi.warpgroup(acc, row0, col0);
-      // The tiles cover round_up(M, BlockM) x round_up(N, BlockN): with 64-row, 64-wide or
-      // 192-wide tiles that can end short of a multiple of 128. Epilogues whose output is padded
-      // to 128 rows and 128 gate/up columns (the NVFP4 scales' 128 x 4 layout, whose padding is
-      // written as 0x00) get the rest from the last tile before it: rows >= M and columns >= N
-      // are beyond the output, so only that padding is written (epilogues.cuh: `padding`). With
-      // clusters of 2 the peer CTA's tile covers the rows.
-      const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * BlockM;
-      const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * BlockN;
-      const bool pad_rows = Cluster == 1 && tile_end_row >= prm.M && tile_end_row % 128 != 0;
-      const bool pad_cols = tile_end_col >= prm.N && tile_end_col % 128 != 0;
-      if (pad_rows) detail::write_padding<cfg::consumer_n>(epi, acc, row0 + BlockM, col0);
-      if (pad_cols) detail::write_padding<cfg::consumer_n>(epi, acc, row0, col0 + BlockN);
-      if (pad_rows && pad_cols) detail::write_padding<cfg::consumer_n>(epi, acc, row0 + BlockM, col0 + BlockN);
+      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(epi, acc, u, prm, row0, col0);
+    }
+    if constexpr (helper_pads) {
+      if (!active) {
+        // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
+        const float no_accumulators[registers] = {};  // padding() reads none
+        for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+          const detail::work_unit u = sched.at(unit);
+          if (u.split != 0) continue;
+          detail::pad_beyond_tile<cfg, Cluster>(epi, no_accumulators, u, prm, static_cast<index_t>(u.m_blk) * BlockM,
+                                                static_cast<index_t>(u.n_blk) * BlockN);
+        }
+      }
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
@@ -672,7 +704,7 @@ struct launch_plan {
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
   int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
   int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
-  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128 and 64 x 64 tiles, cooperative only)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
 };
 
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
@@ -684,6 +716,7 @@ struct launch_plan {
 /// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
 /// epilogue behind the other consumer's mainloop (bench/RESULTS.md: for every epilogue once the
 /// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
+/// Last, for decode, 64 x 32 tiles unsplit where they fit in one wave and the 64-row choice split K.
 inline launch_plan plan(int M, int N, int K, int sms) {
   const int k_iters = (K + block_k - 1) / block_k;
   struct tile {
@@ -708,6 +741,12 @@ inline launch_plan plan(int M, int N, int K, int sms) {
   }
   const int tiles128 = ((M + block_m - 1) / block_m) * ((N + 127) / 128);
   if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
+  // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
+  // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
+  // workspace round trip (bench/RESULTS.md: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
+  // split 2). Fewer tiles would leave SMs idle for all of K.
+  const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
+  if (best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) best = {32, 1, tiles32, 0, -1, 0, 64};
   return best;
 }
 
@@ -718,12 +757,12 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
 }
 
-/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 128 or 64 x 64 tiles,
+/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32 tiles,
 /// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
 inline fp4fuse::result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
   const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 192 || p->block_n == 128)) ||
-                       (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64) && p->pingpong != 1);
+                       (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64 || p->block_n == 32) && p->pingpong != 1);
   const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
                   (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
                   (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1 &&
@@ -845,7 +884,7 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
     const std::lock_guard<std::mutex> lock(ws_mutex);
     workspace& ws = per_device[device];
-    const int registers = lp.block_m == 64 ? lp.block_n / 4 : lp.block_n / 2;  // per consumer thread
+    const int registers = lp.block_m == 64 && lp.block_n != 32 ? lp.block_n / 4 : lp.block_n / 2;  // per consumer thread
     const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * registers * 128;
     if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
     prm.partials = ws.partials;
@@ -862,11 +901,13 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   }
   if (lp.block_m == 64) {
     if (lp.cluster == 2) {
-      return lp.block_n == 128 ? launch_tiles<64, 128, 2, false>(x, w, prm, u, device, sms, epi, stream)
-                               : launch_tiles<64, 64, 2, false>(x, w, prm, u, device, sms, epi, stream);
+      return lp.block_n == 128  ? launch_tiles<64, 128, 2, false>(x, w, prm, u, device, sms, epi, stream)
+             : lp.block_n == 64 ? launch_tiles<64, 64, 2, false>(x, w, prm, u, device, sms, epi, stream)
+                                : launch_tiles<64, 32, 2, false>(x, w, prm, u, device, sms, epi, stream);
     }
-    return lp.block_n == 128 ? launch_tiles<64, 128, 1, false>(x, w, prm, u, device, sms, epi, stream)
-                             : launch_tiles<64, 64, 1, false>(x, w, prm, u, device, sms, epi, stream);
+    return lp.block_n == 128  ? launch_tiles<64, 128, 1, false>(x, w, prm, u, device, sms, epi, stream)
+           : lp.block_n == 64 ? launch_tiles<64, 64, 1, false>(x, w, prm, u, device, sms, epi, stream)
+                              : launch_tiles<64, 32, 1, false>(x, w, prm, u, device, sms, epi, stream);
   }
   if (lp.cluster == 2) {
     return lp.block_n == 256   ? launch_tiles<128, 256, 2, false>(x, w, prm, u, device, sms, epi, stream)

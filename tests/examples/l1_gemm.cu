@@ -64,9 +64,11 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
       if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
     }
   }
-  // Decode-sized T splits K to fill the chip; large T does not.
-  CHECK(plan(64, 4096, 7168, sms).splits > 1);
+  // Decode-sized T fills the chip with narrow tiles or a K split; large T does not split.
+  CHECK((plan(64, 4096, 7168, sms).block_n == 32 && plan(64, 4096, 7168, sms).splits == 1));  // 128 tiles, one wave
   CHECK(plan(64, 4096, 7168, sms).units >= sms / 2);
+  CHECK((plan(64, 5760, 2880, sms).block_n == 64 && plan(64, 5760, 2880, sms).splits == 1));  // 90 tiles (64 x 32: 180)
+  CHECK(plan(64, 1024, 7168, sms).splits > 1);  // 64 x 32 would leave 100 SMs idle: split K instead
   CHECK(plan(16384, 4096, 7168, sms).splits == 1);
   CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
   CHECK(plan(64, 4096, 7168, sms).block_m == 64);  // decode: no MMA rows wasted on rows beyond T
@@ -117,7 +119,7 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
                                                 {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
                                                 {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
                                                 {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}, {192, 1, 0, 1, 0, 0, 64},
-                                                {192, 1, 0, 1, 1}}) {
+                                                {192, 1, 0, 1, 1}, {32, 1, 0, 1, 0}, {32, 1, 0, 1, 1, 0, 64}}) {
     INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
     all_flows(good, status::bad_shape, &bad);
   }
@@ -306,13 +308,15 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   // split tile (T = 1, 37), several units per CTA (1100 rows).
   // {tile width, K splits, -, CTAs per cluster, ping-pong, K steps in flight, tile rows}: clusters of 2 with an odd number of
   // row blocks (T = 1, 37, 300: the second CTA's tile lies wholly beyond M); ping-pong with one
-  // tile per CTA (the second consumer idle) and with several.
+  // tile per CTA (the second consumer idle) and with several; 64 x 32 tiles (one consumer, the
+  // other idle), whose padding reaches up to three tile widths beyond N.
   const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1, 0}, {256, 1, 0, 2, 0}, {128, 1, 0, 1, 0}, {128, 1, 0, 2, 0},
                                               {256, 3, 0, 1, 0}, {128, 5, 0, 1, 0}, {128, 16, 0, 1, 0},
                                               {128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2},
                                               {128, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 2, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64},
                                               {64, 1, 0, 2, 0, 0, 64}, {64, 3, 0, 1, 0, 0, 64}, {128, 2, 0, 1, 0, 0, 64},
-                                              {192, 1, 0, 1, 0}, {192, 1, 0, 2, 0}, {192, 3, 0, 1, 0}};
+                                              {192, 1, 0, 1, 0}, {192, 1, 0, 2, 0}, {192, 3, 0, 1, 0},
+                                              {32, 1, 0, 1, 0, 0, 64}, {32, 1, 0, 2, 0, 0, 64}, {32, 3, 0, 1, 0, 0, 64}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
   // The 4096 x 40 shape has one K block (fewer than the ping-pong's K steps in flight).
