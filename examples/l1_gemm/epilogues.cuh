@@ -6,8 +6,8 @@
 // (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
 // column; and `warpgroup(acc, row0, col0)` with one thread's wgmma m64nNk16 fragment
 // `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0;
-// optionally `prefetch()`, called once per CTA at kernel start to fetch what the epilogue will
-// read; and, optionally, `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output
+// optionally `prefetch()`, which the sm_90a GEMM calls once per CTA at kernel start to fetch what
+// the epilogue will read; and, optionally, `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output
 // (rows >= M or columns >= N), which writes what the output pads there (the NVFP4 scales' 0x00)
 // and nothing else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding
 // granule (an epilogue without it gets `warpgroup` called on such a tile instead).
@@ -110,7 +110,7 @@ struct swiglu_nvfp4 {
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
   __device__ __forceinline__ void prefetch() const {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(global_encode_scale));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
   }
   /// The scale padding of a 64 x N gate/up tile wholly beyond the output: its 64 rows x N / 32
   /// scale blocks, 0x00 where they fall in the layout's padding (what the fragment epilogue would

@@ -6,7 +6,8 @@
 // BlockM x 64 X tiles and BlockN x 64 W tiles, 128-byte swizzled, into a shared-memory ring guarded
 // by mbarriers); warpgroups 1 and 2 are consumers. In the cooperative kernel both work on one
 // tile: with 128-row tiles each computes 64 rows x BlockN with wgmma m64nBlockNk16, with 64-row
-// tiles (small M) each computes the 64 rows x half of the columns; then each runs the epilogue on
+// tiles (small M) each computes the 64 rows x half of the columns (64 x 32 decode tiles: the first
+// computes the tile, the second writes the output's padding); then each runs the epilogue on
 // its fragment while the producer already fills the ring with the next work unit's stages. In
 // the ping-pong kernel (large M) each consumer owns a whole 128 x 128 tile and the two alternate,
 // one's epilogue overlapping the other's mainloop. Tiles are visited M-fastest in groups of 8
@@ -44,8 +45,8 @@ constexpr int ring_bytes = 192 * 1024;
 /// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
 /// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
 /// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
-/// computes the tile, the other idles: streaming W, not MMA issue, bounds a decode GEMM, and the
-/// 16-stage ring keeps more of W in flight).
+/// computes the tile, the other only writes the output's padding: streaming W, not MMA issue,
+/// bounds a decode GEMM, and the 16-stage ring keeps more of W in flight).
 template <int BlockN, int BlockM = block_m>
 struct config {
   static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
@@ -345,7 +346,7 @@ struct ring {
 /// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
 /// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, and its
 /// epilogue writes nothing but the output's padding there, which 64-row tiles rely on: see
-/// `pad_rows` in gemm_kernel). Units are split `splits` ways along K.
+/// `pad_beyond_tile`). Units are split `splits` ways along K.
 template <class Cfg, int Cluster>
 struct unit_schedule {
   int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank;
@@ -473,7 +474,7 @@ __global__ void __launch_bounds__(threads, 1)
     detail::setmaxnreg_inc<232>();
     constexpr int registers = cfg::registers;
     // 128-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
-    // c * BlockN / 2 onwards (the same X tile, its half of the W tile).
+    // c * BlockN / 2 onwards (the same X tile, its half of the W tile); 64 x 32: consumer 0 all.
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
@@ -716,7 +717,8 @@ struct launch_plan {
 /// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
 /// epilogue behind the other consumer's mainloop (bench/RESULTS.md: for every epilogue once the
 /// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
-/// Last, for decode, 64 x 32 tiles unsplit where they fit in one wave and the 64-row choice split K.
+/// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
+/// tiles fill 3/4 or more of the SMs in one wave.
 inline launch_plan plan(int M, int N, int K, int sms) {
   const int k_iters = (K + block_k - 1) / block_k;
   struct tile {
@@ -746,7 +748,10 @@ inline launch_plan plan(int M, int N, int K, int sms) {
   // workspace round trip (bench/RESULTS.md: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
   // split 2). Fewer tiles would leave SMs idle for all of K.
   const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
-  if (best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) best = {32, 1, tiles32, 0, -1, 0, 64};
+  const bool one_row_block = M <= 64;  // measured there; with two, clusters of 2 would pair them (not measured)
+  if (one_row_block && best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) {
+    best = {32, 1, tiles32, 0, -1, 0, 64};
+  }
   return best;
 }
 
@@ -884,7 +889,8 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
     const std::lock_guard<std::mutex> lock(ws_mutex);
     workspace& ws = per_device[device];
-    const int registers = lp.block_m == 64 && lp.block_n != 32 ? lp.block_n / 4 : lp.block_n / 2;  // per consumer thread
+    // Accumulators per consumer thread: a consumer's columns / 2 (64-row tiles of two consumers split N).
+    const int registers = lp.block_m == 64 && lp.block_n != 32 ? lp.block_n / 4 : lp.block_n / 2;
     const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * registers * 128;
     if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
     prm.partials = ws.partials;

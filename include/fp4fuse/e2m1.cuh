@@ -85,6 +85,18 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1x2_to_half2_cvt(cuda::std::uint8_t byte) 
 }
 #endif
 
+/// The software encoder one value at a time: the host path of the packed encoders, and the device
+/// path's exact fallback when a value is NaN (rare).
+template <int N>
+FP4FUSE_HOST_DEVICE cuda::std::uint32_t e2m1_encode_each(const float* v) {
+  cuda::std::uint32_t out = 0;
+  FP4FUSE_UNROLL
+  for (int i = 0; i < N; ++i) {
+    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
+  }
+  return out;
+}
+
 #if FP4FUSE_DEVICE_PASS
 /// min that returns NaN if either input is NaN (PTX `min.NaN`, sm_80+).
 FP4FUSE_DEVICE float min_propagating_nan(float a, float b) {
@@ -129,17 +141,6 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1_add_signs(cuda::std::uint32_t nibbles, c
     nibbles += __umulhi(float_bits(v[i]), 2u) * (1u << (4 * i + 3));
   }
   return nibbles;
-}
-
-/// The exact per-element path of the software encoders, taken when a value is NaN (rare).
-template <int N>
-FP4FUSE_DEVICE cuda::std::uint32_t e2m1_encode_each(const float* v) {
-  cuda::std::uint32_t out = 0;
-  FP4FUSE_UNROLL
-  for (int i = 0; i < N; ++i) {
-    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
-  }
-  return out;
 }
 
 /// The software encoder for four values, arranged for the GPU's pipes: the codes are rounded and
@@ -208,12 +209,7 @@ FP4FUSE_HOST_DEVICE cuda::std::uint16_t e2m1x4_encode(const float (&v)[4]) {
 #elif FP4FUSE_DEVICE_PASS
   return static_cast<cuda::std::uint16_t>(detail::e2m1x4_encode_software_device(v));
 #else
-  cuda::std::uint32_t out = 0;
-FP4FUSE_UNROLL
-  for (int i = 0; i < 4; ++i) {
-    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
-  }
-  return static_cast<cuda::std::uint16_t>(out);
+  return static_cast<cuda::std::uint16_t>(detail::e2m1_encode_each<4>(v));
 #endif
 }
 
@@ -229,12 +225,7 @@ FP4FUSE_HOST_DEVICE cuda::std::uint32_t e2m1x8_encode(const float (&v)[8]) {
 #elif FP4FUSE_DEVICE_PASS
   return detail::e2m1x8_encode_software_device(v);
 #else
-  cuda::std::uint32_t out = 0;
-FP4FUSE_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    out |= static_cast<cuda::std::uint32_t>(e2m1_encode_software(v[i])) << (4 * i);
-  }
-  return out;
+  return detail::e2m1_encode_each<8>(v);
 #endif
 }
 

@@ -50,8 +50,8 @@ __device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int6
 /// elements, at least the scale tensor's padded extent: tiles beyond the matrix load zeros and
 /// still call the epilogue. Tiles = 4 n8 tiles per NVFP4 block; the epilogue takes blocks four
 /// at a time, so 1, 2, 4 and 6 blocks (Tiles 4, 8, 16, 24) cover partial and whole groups.
-template <int kTiles, class Intermediate, class Activation>
-__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
+template <int kTiles, class Intermediate, class Activation, class Output = output_t>
+__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
@@ -162,6 +162,30 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
   CHECK(got_s.guard_intact());
 }
 
+/// The swizzled layout seen through `offset` alone, as a user's own layout might be: the epilogue
+/// must fall back to `offset(row, col)` per block.
+struct offset_only_layout {
+  layout_t inner;
+  __host__ __device__ std::int64_t padded_rows() const { return inner.padded_rows(); }
+  __host__ __device__ std::int64_t padded_cols() const { return inner.padded_cols(); }
+  __host__ __device__ std::int64_t offset(std::int64_t row, std::int64_t col) const { return inner.offset(row, col); }
+};
+static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout_swizzled_128x4>, "split offsets used");
+static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout_linear>, "split offsets used");
+static_assert(!fp4fuse::detail::has_split_offset<offset_only_layout>, "offset() fallback used");
+
+template <class Intermediate, int kTiles, class Activation>
+void check_mma_offset_only(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("layout with offset() only, mma tile: " << kTiles << " n8 tiles");
+  check_against_swiglu_quantize<Intermediate>(rows, I, act, salt, [&](const float* gu, const float* S, const output_t& out) {
+    const fp4fuse::nvfp4_epilogue_output<offset_only_layout> wrapped{out.packed, out.ld_packed, out.scales,
+                                                                      offset_only_layout{out.layout}, out.rows, out.cols};
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = out.layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, wrapped);
+  });
+}
+
 template <class Intermediate, int kTiles = 8, class Activation>
 void check_mma(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
   INFO("mma tile: " << kTiles << " n8 tiles (" << kTiles / 4 << " NVFP4 blocks per row)");
@@ -200,14 +224,19 @@ TEST_CASE("swiglu_nvfp4_mma_epilogue [gpu]: bit-identical to swiglu_quantize, sc
   check_mma<fp32>(130, 2880, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
   check_mma<fp32>(65, 80, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
   check_mma<fp32>(16, 160, fp4fuse::activation::gelu_tanh{}, "epi gelu");
-  // 1, 4 and 6 blocks per warp tile: a lone block, one whole group of four, one and a half groups.
+  // 1, 3, 4, 5 and 6 blocks per warp tile: a lone block, a group without its fourth block, one
+  // whole group, a group and a lone block, a group and a half.
   for (std::int64_t rows : {1, 37, 130}) {
     for (std::int64_t I : {16, 80, 96, 1040}) {
       check_mma<fp32, 4>(rows, I, fp4fuse::activation::silu{}, "epi 1 block");
+      check_mma<fp32, 12>(rows, I, fp4fuse::activation::silu{}, "epi 3 blocks");
       check_mma<fp32, 16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "epi 4 blocks");
+      check_mma<fp32, 20>(rows, I, fp4fuse::activation::swiglu_clamped{}, "epi 5 blocks");
       check_mma<bf16, 24>(rows, I, fp4fuse::activation::silu{}, "epi 6 blocks");
     }
   }
+  check_mma_offset_only<fp32, 8>(130, 1040, fp4fuse::activation::silu{}, "epi offset only");
+  check_mma_offset_only<fp32, 4>(37, 80, fp4fuse::activation::silu{}, "epi offset only");
 }
 
 TEST_CASE("swiglu_nvfp4_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical to swiglu_quantize, scale padding included",

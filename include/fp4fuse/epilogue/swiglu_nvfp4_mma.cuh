@@ -6,11 +6,13 @@
 ///
 /// Per row, 16 output columns form one NVFP4 block: 2 granules = 4 n8 tiles (gate, up, gate, up).
 /// Each lane holds 4 of the block's 16 activations (columns 2t, 2t+1, 8+2t, 8+2t+1 for
-/// t = lane % 4); the four lanes of a quad reduce the block amax with two shuffles, quantize
-/// their own values and assemble the block's 8 bytes with two more shuffle rounds. Numerics are
+/// t = lane % 4); the four lanes of a quad share the amax, scale and packing work of four blocks
+/// at a time (see `swiglu_nvfp4_mma_epilogue`, "How"). Numerics are
 /// exactly `block_codec<format::nvfp4<Recipe>>` on the block's activations: bit-identical to
 /// `swiglu_quantize` on the same fp32 gate/up values (tests/epilogue/swiglu_nvfp4_mma.cu).
 #include <cuda/ptx>
+#include <cuda/std/type_traits>
+#include <cuda/std/utility>
 
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
@@ -35,6 +37,14 @@ struct nvfp4_epilogue_output {
 
 namespace detail {
 
+/// True for scale layouts whose offset splits as `row_offset(row) + col_offset(col)` (both
+/// fp4fuse layouts): the epilogue then computes the row part once per row.
+template <class Layout, class = void>
+inline constexpr bool has_split_offset = false;
+template <class Layout>
+inline constexpr bool has_split_offset<Layout, cuda::std::void_t<decltype(cuda::std::declval<const Layout&>().row_offset(0)),
+                                                                 decltype(cuda::std::declval<const Layout&>().col_offset(0))>> = true;
+
 /// Quad-collective (the 4 lanes t = lane % 4 of an mma row): lane t holds partial maxima a[j] of
 /// blocks j = 0..3; returns max over the quad of a[t] (block t's amax) in lane t. Reduce-scatter:
 /// 3 shuffles instead of the 8 of four all-reductions. NaN loses, as in `nvfp4_block_amax`.
@@ -47,7 +57,8 @@ FP4FUSE_DEVICE float quad_reduce_scatter_max(const float (&a)[4], int t) {
   return max_num(odd ? pair1 : pair0, __shfl_xor_sync(0xFFFFFFFFu, odd ? pair0 : pair1, 1));
 }
 
-/// Quad-collective inverse of the above: lane t holds v (block t's value); every lane gets all 4.
+/// Quad-collective all-gather, the counterpart of the reduce-scatter above: lane t holds v (block
+/// t's value); every lane gets all 4.
 FP4FUSE_DEVICE void quad_all_gather(float v, int t, float (&all)[4]) {
   const float partner = __shfl_xor_sync(0xFFFFFFFFu, v, 1);
   const bool odd = (t & 1) != 0;
@@ -103,8 +114,9 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
 /// \param act   the gated activation (`activation::silu`, `swiglu_clamped`, `gelu_tanh`)
 /// \param quantizer the recipe's quantizer built from the global encode scale
 /// \param out   destination tensors and their logical extent
-/// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0; the
-/// layout's offset splits as `row_offset(row) + col_offset(block)` (both fp4fuse layouts do).
+/// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0. A layout
+/// needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset` as well
+/// (both fp4fuse layouts) the row's part of the offset is computed once per row.
 /// Packed bytes of rows >= out.rows or blocks >= out.cols / 16 are not written. Scale entries in
 /// the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers are
 /// written as 0x00: tiles covering round_up(rows, 128) x round_up(cols, 64) (swizzled layout)
@@ -135,7 +147,13 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
     const bool row_inside = row < out.rows;
     const bool row_in_scales = row < out.layout.padded_rows();
     const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * 8;
-    const cuda::std::int64_t scale_row = out.layout.row_offset(row);
+    const cuda::std::int64_t scale_row = [&] {
+      if constexpr (detail::has_split_offset<Layout>) {
+        return out.layout.row_offset(row);
+      } else {
+        return cuda::std::int64_t{0};
+      }
+    }();
     FP4FUSE_UNROLL
     for (int group = 0; group < (blocks + 3) / 4; ++group) {
       // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
@@ -199,7 +217,13 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
       // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
       // padded extent leaves no byte of the scale tensor unwritten.
       if (block < blocks && row_in_scales && block_col < out.layout.padded_cols()) {
-        out.scales[scale_row + out.layout.col_offset(block_col)] = inside ? own.code : cuda::std::uint8_t{0};
+        cuda::std::int64_t scale_offset;
+        if constexpr (detail::has_split_offset<Layout>) {
+          scale_offset = scale_row + out.layout.col_offset(block_col);
+        } else {
+          scale_offset = out.layout.offset(row, block_col);
+        }
+        out.scales[scale_offset] = inside ? own.code : cuda::std::uint8_t{0};
       }
     }
   }
