@@ -866,6 +866,13 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   return fp4fuse::detail::launch_result();
 }
 
+/// A kernel instance's tile and schedule as a type, for `launch`'s dispatch.
+template <int M, int N, bool Pingpong = false, int InFlight = 2>
+struct tile_shape {
+  static constexpr int m = M, n = N, in_flight = InFlight;
+  static constexpr bool pingpong = Pingpong;
+};
+
 /// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
 /// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
 /// image. `force` overrides the plan (tests use it to cover every tile width and split).
@@ -897,32 +904,24 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     prm.counters = ws.counters;
   }
   const int u = lp.units;
-  if (lp.pingpong == 1 && lp.in_flight == 1) {
-    return lp.cluster == 2 ? launch_tiles<128, 128, 2, true, Epilogue, 1>(x, w, prm, u, device, sms, epi, stream)
-                           : launch_tiles<128, 128, 1, true, Epilogue, 1>(x, w, prm, u, device, sms, epi, stream);
-  }
+  // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
+  const auto clustered = [&](auto tile) {
+    using shape = decltype(tile);
+    return lp.cluster == 2
+               ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, Epilogue, shape::in_flight>(x, w, prm, u, device, sms, epi, stream)
+               : launch_tiles<shape::m, shape::n, 1, shape::pingpong, Epilogue, shape::in_flight>(x, w, prm, u, device, sms, epi, stream);
+  };
   if (lp.pingpong == 1) {
-    return lp.cluster == 2 ? launch_tiles<128, 128, 2, true>(x, w, prm, u, device, sms, epi, stream)
-                           : launch_tiles<128, 128, 1, true>(x, w, prm, u, device, sms, epi, stream);
+    return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
   }
   if (lp.block_m == 64) {
-    if (lp.cluster == 2) {
-      return lp.block_n == 128  ? launch_tiles<64, 128, 2, false>(x, w, prm, u, device, sms, epi, stream)
-             : lp.block_n == 64 ? launch_tiles<64, 64, 2, false>(x, w, prm, u, device, sms, epi, stream)
-                                : launch_tiles<64, 32, 2, false>(x, w, prm, u, device, sms, epi, stream);
-    }
-    return lp.block_n == 128  ? launch_tiles<64, 128, 1, false>(x, w, prm, u, device, sms, epi, stream)
-           : lp.block_n == 64 ? launch_tiles<64, 64, 1, false>(x, w, prm, u, device, sms, epi, stream)
-                              : launch_tiles<64, 32, 1, false>(x, w, prm, u, device, sms, epi, stream);
+    return lp.block_n == 128  ? clustered(tile_shape<64, 128>{})
+           : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
+                              : clustered(tile_shape<64, 32>{});
   }
-  if (lp.cluster == 2) {
-    return lp.block_n == 256   ? launch_tiles<128, 256, 2, false>(x, w, prm, u, device, sms, epi, stream)
-           : lp.block_n == 192 ? launch_tiles<128, 192, 2, false>(x, w, prm, u, device, sms, epi, stream)
-                               : launch_tiles<128, 128, 2, false>(x, w, prm, u, device, sms, epi, stream);
-  }
-  return lp.block_n == 256   ? launch_tiles<128, 256, 1, false>(x, w, prm, u, device, sms, epi, stream)
-         : lp.block_n == 192 ? launch_tiles<128, 192, 1, false>(x, w, prm, u, device, sms, epi, stream)
-                             : launch_tiles<128, 128, 1, false>(x, w, prm, u, device, sms, epi, stream);
+  return lp.block_n == 256   ? clustered(tile_shape<128, 256>{})
+         : lp.block_n == 192 ? clustered(tile_shape<128, 192>{})
+                             : clustered(tile_shape<128, 128>{});
 }
 
 }  // namespace l1_gemm::sm90
