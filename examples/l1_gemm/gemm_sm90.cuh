@@ -42,6 +42,11 @@ constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int group_m = 8;    // M-blocks per raster group
 constexpr int ring_bytes = 192 * 1024;
 
+/// 64 x 32 tiles have one consumer warpgroup; the others two.
+constexpr bool single_consumer_tile(int cols) { return cols == 32; }
+/// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
+constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
+
 /// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
 /// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
 /// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
@@ -54,11 +59,11 @@ struct config {
                 "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32");
   static constexpr int block_n = BlockN;
   static constexpr int rows = BlockM;
-  static constexpr bool single_consumer = BlockN == 32;
+  static constexpr bool single_consumer = single_consumer_tile(BlockN);
   static constexpr int consumers = single_consumer ? 1 : 2;
   static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;
   /// Columns of one consumer's wgmma and its accumulators per thread.
-  static constexpr int consumer_n = consumers_split_n ? BlockN / 2 : BlockN;
+  static constexpr int consumer_n = consumer_columns(BlockM, BlockN);
   static constexpr int registers = consumer_n / 2;
   static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
@@ -896,8 +901,7 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
     const std::lock_guard<std::mutex> lock(ws_mutex);
     workspace& ws = per_device[device];
-    // Accumulators per consumer thread: a consumer's columns / 2 (64-row tiles of two consumers split N).
-    const int registers = lp.block_m == 64 && lp.block_n != 32 ? lp.block_n / 4 : lp.block_n / 2;
+    const int registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread
     const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * registers * 128;
     if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
     prm.partials = ws.partials;
