@@ -34,7 +34,7 @@
 namespace {
 
 using namespace bench;
-using act_t = fp4fuse::activation::silu;
+using act_t = fp4fuse::activation::swiglu;
 
 /// cuBLASLt D[T, N] = X[T, K] * W[N, K]^T in row-major terms, i.e. column-major
 /// D^T[N, T] = W^T(op T)[N, K] * X^T[K, T]; BF16 in and out, FP32 compute.
@@ -210,8 +210,8 @@ int main(int argc, char** argv) {
     for (int T : tokens) {
       if (profile_model >= 0 && T != profile_tokens) continue;
       const l1_gemm::problem p{x, w, T, H, I, gate_up, h, packed, scales, S};
-      CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::swiglu_bf16<act_t>{h, I, T, I, act_t{}}, engine));
-      CHECK_FP4(fp4fuse::amax(h, T, I, I, amax, S));  // the static scale every flow uses
+      CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::swiglu_bf16<act_t>{{h, T, I, I}, act_t{}}, engine));
+      CHECK_FP4(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, T, I, I}, amax, S));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
       r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
         g_reps = saved;
         for (int i = 0; i < 3; ++i) {
           cublas.run(x, w, gate_up);
-          CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp));
+          CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
           CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp));
         }
         CHECK_CUDA(cudaDeviceSynchronize());
@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
       const std::function<void()> cublas_run = [&] { cublas.run(x, w, gate_up); };
       const std::function<void()> ours_run = [&] {
-        CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{gate_up, N, T, N}, engine, nullptr, pp));
+        CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
       };
       const std::vector<double> t = time_round_robin({
           cublas_run,

@@ -79,28 +79,32 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&d_amax, 4));
   fill_bf16<<<4096, 256>>>(x, max_elems, 12345u);
   CHECK_CUDA(cudaGetLastError());
-  CHECK_FP4(fp4fuse::amax(x, 1, static_cast<std::int64_t>(max_elems), static_cast<std::int64_t>(max_elems), d_amax, d_S));
+  CHECK_FP4(fp4fuse::amax(
+      fp4fuse::matrix_view<const __nv_bfloat16>{x, 1, static_cast<std::int64_t>(max_elems), static_cast<std::int64_t>(max_elems)}, d_amax, d_S));
   CHECK_CUDA(cudaDeviceSynchronize());
 
   using NV = fp4fuse::format::nvfp4<>;
   using MX = fp4fuse::format::mxfp4<>;
-  using SW = fp4fuse::scale_layout_swizzled_128x4;
-  using LIN = fp4fuse::scale_layout_linear;
+  using SW = fp4fuse::scale_layout::swizzled_128x4;
+  using LIN = fp4fuse::scale_layout::linear;
+  using in_view = fp4fuse::matrix_view<const __nv_bfloat16>;
   using IL8 = fp4fuse::gate_up::interleaved<8>;
 
   auto quantize_bytes = [](std::int64_t m, std::int64_t k, int block) {
     return double(m) * k * 2 + double(m) * k / 2 + double(SW{m, k / block}.size_bytes());
   };
   auto bench_quantize = [&](std::int64_t m, std::int64_t k) {
-    fp4fuse::quantize_args<__nv_bfloat16> a{x, m, k, k, packed, k / 2, scales, d_S};
+    const in_view in{x, m, k, k};
+    const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
     record("quantize nvfp4 bf16 swizzled", shape_str(m, k), quantize_bytes(m, k, 16),
-           time_us([&] { CHECK_FP4((fp4fuse::quantize<NV, SW>(a))); }));
+           time_us([&] { CHECK_FP4(fp4fuse::quantize(in, out, d_S)); }));
   };
   auto bench_swiglu = [&](std::int64_t m, std::int64_t i) {
-    fp4fuse::swiglu_args<__nv_bfloat16> a{x, m, i, 2 * i, packed, i / 2, scales, d_S};
+    const in_view gu{x, m, 2 * i, 2 * i};
+    const fp4fuse::quantized_matrix<NV, SW> out{packed, i / 2, scales, SW{m, i / 16}};
     const double bytes = double(m) * 2 * i * 2 + double(m) * i / 2 + double(SW{m, i / 16}.size_bytes());
-    record("swiglu_quantize nvfp4 il8 silu", shape_str(m, 2 * i), bytes,
-           time_us([&] { CHECK_FP4((fp4fuse::swiglu_quantize<NV, SW, IL8>(a, fp4fuse::activation::silu{}))); }));
+    record("swiglu_quantize nvfp4 il8 swiglu", shape_str(m, 2 * i), bytes,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, out, d_S)); }));
   };
 
   std::printf("== the issue's headline shapes\n");
@@ -108,21 +112,23 @@ int main(int argc, char** argv) {
   bench_swiglu(16384, 2048);
   {
     const std::int64_t m = 16384, k = 7168;
-    fp4fuse::dequantize_args<__nv_bfloat16> a{packed, m, k, k / 2, scales, d_S, y, k};
+    const fp4fuse::quantized_matrix<NV, SW, const std::uint8_t> deq_in{packed, k / 2, scales, SW{m, k / 16}};
     record("dequantize nvfp4 -> bf16 swizzled", shape_str(m, k), double(m) * k / 2 + double(SW{m, k / 16}.size_bytes()) + double(m) * k * 2,
-           time_us([&] { CHECK_FP4((fp4fuse::dequantize<NV, SW>(a))); }));
-    fp4fuse::quantize_args<__nv_bfloat16> q{x, m, k, k, packed, k / 2, scales, d_S};
+           time_us([&] { CHECK_FP4(fp4fuse::dequantize(deq_in, d_S, fp4fuse::matrix_view<__nv_bfloat16>{y, m, k, k})); }));
+    const fp4fuse::quantized_matrix<MX, LIN> mx_out{packed, k / 2, scales, LIN{m, k / 32}};
     record("quantize mxfp4 bf16 linear", shape_str(m, k), double(m) * k * 2 + double(m) * k / 2 + double(m) * k / 32,
-           time_us([&] { CHECK_FP4((fp4fuse::quantize<MX, LIN>(q))); }));
+           time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, mx_out, nullptr)); }));
     record("amax bf16 (+ global scale)", shape_str(m, k), double(m) * k * 2,
-           time_us([&] { CHECK_FP4(fp4fuse::amax(x, m, k, k, d_amax, d_S)); }));
-    fp4fuse::swiglu_args<__nv_bfloat16> s{x, m, 2048, 4096, y, 2048};
+           time_us([&] { CHECK_FP4(fp4fuse::amax(in_view{x, m, k, k}, d_amax, d_S)); }));
+    const in_view gu{x, m, 4096, 4096};
     record("swiglu -> compact bf16 (flow 2)", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 2048 * 2,
-           time_us([&] { CHECK_FP4((fp4fuse::swiglu<__nv_bfloat16, IL8>(s, fp4fuse::activation::silu{}))); }));
-    fp4fuse::swiglu_args<__nv_bfloat16> g{x, m, 2048, 4096, packed, 1024, scales, d_S};
+           time_us([&] {
+             CHECK_FP4(fp4fuse::swiglu<IL8>(gu, fp4fuse::activation::swiglu{}, fp4fuse::matrix_view<__nv_bfloat16>{y, m, 2048, 2048}));
+           }));
+    const fp4fuse::quantized_matrix<NV, SW> g_out{packed, 1024, scales, SW{m, 128}};
     const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes());
     record("swiglu_quantize gptoss il1", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4((fp4fuse::swiglu_quantize<NV, SW, fp4fuse::gate_up::interleaved<1>>(g, fp4fuse::activation::swiglu_clamped{}))); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped{}, g_out, d_S)); }));
   }
   bench_quantize(4096, 2048);
   bench_swiglu(4096, 1024);

@@ -2,8 +2,8 @@
 // rows interleaved by 8, and its three output flows side by side:
 //   1. interleaved BF16 [T, 2I], then fp4fuse::swiglu_quantize
 //   2. compact BF16 SwiGLU [T, I] from the epilogue, then fp4fuse::quantize
-//   3. fused SwiGLU -> NVFP4 in the epilogue (fp4fuse::swiglu_nvfp4_wgmma_epilogue /
-//      swiglu_nvfp4_mma_epilogue): packed E2M1 [T, I/2] + 128x4-swizzled E4M3 scales
+//   3. fused SwiGLU -> NVFP4 in the epilogue (fp4fuse::swiglu_quantize_wgmma_epilogue /
+//      swiglu_quantize_mma_epilogue): packed E2M1 [T, I/2] + 128x4-swizzled E4M3 scales
 // It checks each flow against a float64 reference on sampled rows, checks flow 3 with the BF16
 // intermediate bit-identical to flow 2, and prints a table (time, bytes written, error).
 // Without a GPU it runs the fragment epilogue emulated on the host over a small problem.
@@ -25,7 +25,7 @@
 
 namespace {
 
-using act_t = fp4fuse::activation::silu;
+using act_t = fp4fuse::activation::swiglu;
 
 #define CHECK_CUDA(call)                                                                                  \
   do {                                                                                                    \
@@ -199,8 +199,8 @@ int main(int argc, char** argv) {
   const l1_gemm::problem p{d.x, d.w, T, H, I, d.gate_up, d.h, d.packed, d.scales, d.S};
 
   // Calibrate the static global scale once, from the compact SwiGLU output's amax.
-  check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::swiglu_bf16<act_t>{d.h, I, T, I, act_t{}}, engine), "calibration GEMM");
-  check_result(fp4fuse::amax(d.h, T, I, I, d.amax, d.S), "amax");
+  check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::swiglu_bf16<act_t>{{d.h, T, I, I}, act_t{}}, engine), "calibration GEMM");
+  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, d.S), "amax");
   CHECK_CUDA(cudaDeviceSynchronize());
   float S = 0;
   CHECK_CUDA(cudaMemcpy(&S, d.S, 4, cudaMemcpyDeviceToHost));
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   const double flops = 2.0 * T * H * 2.0 * I;
   const double nvfp4_bytes = static_cast<double>(d.packed_bytes + d.scale_bytes);
   const double t_gemm = time_us(o.reps, [&] {
-    check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::store_bf16{d.gate_up, 2 * I, T, 2 * I}, engine), "GEMM");
+    check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::store_bf16{{d.gate_up, T, 2 * I, 2 * I}}, engine), "GEMM");
   });
   const double t1 = time_us(o.reps, [&] { check_result(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine), "flow 1"); });
   const double t2 = time_us(o.reps, [&] { check_result(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine), "flow 2"); });

@@ -17,7 +17,7 @@
 namespace {
 
 using F = fp4fuse::format::nvfp4<>;  // TransformerEngine's recipe
-using L = fp4fuse::scale_layout_swizzled_128x4;
+using L = fp4fuse::scale_layout::swizzled_128x4;
 using GU = fp4fuse::gate_up::interleaved<8>;
 
 bool cuda_ok(cudaError_t e, const char* what) {
@@ -39,9 +39,9 @@ quantized host_quantize(const std::vector<float>& h, std::int64_t m, std::int64_
     for (std::int64_t b = 0; b < k / 16; ++b) {
       float x[16];
       std::memcpy(x, &h[static_cast<std::size_t>(r * k + b * 16)], sizeof x);
-      std::uint32_t words[2];
-      q.scales[static_cast<std::size_t>(layout.offset(r, b))] = codec.quantize(x, words);
-      std::memcpy(&q.packed[static_cast<std::size_t>(r * k / 2 + b * 8)], words, 8);
+      const fp4fuse::quantized_block<F> block = codec.quantize(x);
+      q.scales[static_cast<std::size_t>(layout.offset(r, b))] = block.scale;
+      std::memcpy(&q.packed[static_cast<std::size_t>(r * k / 2 + b * 8)], block.packed, 8);
     }
   }
   return q;
@@ -50,14 +50,15 @@ quantized host_quantize(const std::vector<float>& h, std::int64_t m, std::int64_
 /// Relative RMS error of dequantize(q) against the unquantized values.
 double rms_error(const quantized& q, const std::vector<float>& ref, std::int64_t m, std::int64_t k, float S) {
   const L layout{m, k / 16};
+  const fp4fuse::block_codec<F> codec(S);
   double err = 0, norm = 0;
   for (std::int64_t r = 0; r < m; ++r) {
     for (std::int64_t b = 0; b < k / 16; ++b) {
-      std::uint64_t w;
-      std::memcpy(&w, &q.packed[static_cast<std::size_t>(r * k / 2 + b * 8)], 8);
+      fp4fuse::quantized_block<F> block{};
+      std::memcpy(block.packed, &q.packed[static_cast<std::size_t>(r * k / 2 + b * 8)], 8);
+      block.scale = q.scales[static_cast<std::size_t>(layout.offset(r, b))];
       float y[16];
-      fp4fuse::nvfp4_dequantize_block(w, q.scales[static_cast<std::size_t>(layout.offset(r, b))],
-                                      fp4fuse::nvfp4_global_decode_scale(S), y);
+      codec.dequantize(block, y);
       for (int i = 0; i < 16; ++i) {
         const double d = y[i] - ref[static_cast<std::size_t>(r * k + b * 16 + i)];
         err += d * d;
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   std::vector<float> h(static_cast<std::size_t>(M * I));
   for (std::int64_t r = 0; r < M; ++r)
     for (std::int64_t c = 0; c < I; ++c)
-      h[static_cast<std::size_t>(r * I + c)] = fp4fuse::activation::silu{}.apply(
+      h[static_cast<std::size_t>(r * I + c)] = fp4fuse::activation::swiglu{}.apply(
           __bfloat162float(gu[static_cast<std::size_t>(r * 2 * I + GU::gate_col(c, I))]),
           __bfloat162float(gu[static_cast<std::size_t>(r * 2 * I + GU::up_col(c, I))]));
   const float Sx = fp4fuse::nvfp4_global_encode_scale(amax_of(xf));
@@ -128,11 +129,11 @@ int main(int argc, char** argv) {
     cuda_ok(cudaMemcpy(d_gu, gu.data(), gu.size() * 2, cudaMemcpyHostToDevice), "upload");
     cuda_ok(cudaMemcpy(d_Sh, &Sh, 4, cudaMemcpyHostToDevice), "upload");
     // 1. amax -> S on the device, then quantize reading S from device memory.
-    fp4fuse::result r = fp4fuse::amax(d_x, M, K, K, d_amax, d_S);
-    if (r) r = fp4fuse::quantize<F, L>(fp4fuse::quantize_args<__nv_bfloat16>{d_x, M, K, K, d_px, K / 2, d_sx, d_S});
+    const fp4fuse::matrix_view<const __nv_bfloat16> x_view{d_x, M, K, K}, gu_view{d_gu, M, 2 * I, 2 * I};
+    fp4fuse::result r = fp4fuse::amax(x_view, d_amax, d_S);
+    if (r) r = fp4fuse::quantize(x_view, fp4fuse::quantized_matrix<F, L>{d_px, K / 2, d_sx, lx}, d_S);
     // 2. SwiGLU + NVFP4 from the interleaved gate/up matrix.
-    if (r) r = fp4fuse::swiglu_quantize<F, L, GU>(fp4fuse::swiglu_args<__nv_bfloat16>{d_gu, M, I, 2 * I, d_ph, I / 2, d_sh, d_Sh},
-                                                   fp4fuse::activation::silu{});
+    if (r) r = fp4fuse::swiglu_quantize<GU>(gu_view, fp4fuse::activation::swiglu{}, fp4fuse::quantized_matrix<F, L>{d_ph, I / 2, d_sh, lh}, d_Sh);
     if (!r) {
       std::fprintf(stderr, "%s\n", r.message());
       return 1;

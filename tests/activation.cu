@@ -26,9 +26,9 @@ struct act_op {
   __host__ __device__ std::uint32_t operator()(std::uint32_t u) const {
     const float g = static_cast<float>(static_cast<int>(u & 0xFFFFu) - 32768) / 2048.0f;   // [-16, 16)
     const float up = static_cast<float>(static_cast<int>(u >> 16) - 32768) / 4096.0f;      // [-8, 8)
-    const float a = fp4fuse::activation::silu{}.apply(g, up);
+    const float a = fp4fuse::activation::swiglu{}.apply(g, up);
     const float b = fp4fuse::activation::swiglu_clamped{}.apply(g, up);
-    const float c = fp4fuse::activation::gelu_tanh{}.apply(g, up);
+    const float c = fp4fuse::activation::geglu_tanh{}.apply(g, up);
     return cuda::std::bit_cast<std::uint32_t>(a) ^ (cuda::std::bit_cast<std::uint32_t>(b) * 3u) ^
            (cuda::std::bit_cast<std::uint32_t>(c) * 5u);
   }
@@ -58,13 +58,13 @@ TEST_CASE("activations: close to double-precision formulas", "[activation]") {
     const float gate = d(g), up = d(g);
     const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(gate)));
     const double silu = gate * sig * up;
-    REQUIRE(std::fabs(fp4fuse::activation::silu{}.apply(gate, up) - silu) <= 1e-6 * std::fabs(silu) + 1e-30);
+    REQUIRE(std::fabs(fp4fuse::activation::swiglu{}.apply(gate, up) - silu) <= 1e-6 * std::fabs(silu) + 1e-30);
     const double gc = std::min(static_cast<double>(gate), 7.0), uc = std::clamp(static_cast<double>(up), -7.0, 7.0);
     const double gpt = gc / (1.0 + std::exp(-1.702 * gc)) * (uc + 1.0);
     REQUIRE(std::fabs(fp4fuse::activation::swiglu_clamped{}.apply(gate, up) - gpt) <= 1e-6 * std::fabs(gpt) + 1e-6);
     const double x = gate;
     const double gelu = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * up;
-    REQUIRE(std::fabs(fp4fuse::activation::gelu_tanh{}.apply(gate, up) - gelu) <= 1e-6 * std::fabs(gelu) + 1e-6);
+    REQUIRE(std::fabs(fp4fuse::activation::geglu_tanh{}.apply(gate, up) - gelu) <= 1e-6 * std::fabs(gelu) + 1e-6);
   }
   CHECK(std::isnan(fp4fuse::activation::swiglu_clamped{}.apply(NAN, 1.0f)));
   CHECK(fp4fuse::activation::swiglu_clamped{}.apply(100.0f, 100.0f) ==

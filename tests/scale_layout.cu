@@ -5,8 +5,8 @@
 
 #include "test_support.hpp"
 
-using fp4fuse::scale_layout_linear;
-using fp4fuse::scale_layout_swizzled_128x4;
+using scale_layout_linear = fp4fuse::scale_layout::linear;
+using scale_layout_swizzled_128x4 = fp4fuse::scale_layout::swizzled_128x4;
 
 static_assert(scale_layout_swizzled_128x4{1, 1}.size_bytes() == 512, "one tile minimum");
 static_assert(scale_layout_swizzled_128x4{129, 5}.size_bytes() == 256 * 8, "padding to 128 x 4");

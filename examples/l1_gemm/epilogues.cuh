@@ -28,10 +28,9 @@ __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const fl
   epi.warp(frag::warp_tiles(acc), row0 + 16 * frag::warp_in_warpgroup(), col0);
 }
 
-/// Flow 1 (and the plain GEMM): D as BF16, [M, N] with leading dimension ld (elements).
+/// Flow 1 (and the plain GEMM): D as BF16 [M, N].
 struct store_bf16 {
-  __nv_bfloat16* out;
-  index_t ld, rows, cols;
+  fp4fuse::matrix_view<__nv_bfloat16> out;
 
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
@@ -42,8 +41,8 @@ struct store_bf16 {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const index_t row = row0 + frag::row(lane, 2 * half), col = col0 + 8 * n + frag::col(lane, 0);
-        if (row < rows && col < cols) {  // cols is even and col is even: col + 1 < cols too
-          *reinterpret_cast<__nv_bfloat162*>(out + row * ld + col) =
+        if (row < out.rows && col < out.cols) {  // cols is even and col is even: col + 1 < cols too
+          *reinterpret_cast<__nv_bfloat162*>(out.data + row * out.ld + col) =
               __floats2bfloat162_rn(acc[n][2 * half], acc[n][2 * half + 1]);
         }
       }
@@ -57,11 +56,10 @@ struct store_bf16 {
   __device__ __forceinline__ void padding(index_t, index_t) const {}  // no padding
 };
 
-/// Flow 2: the compact SwiGLU output act(gate) * up as BF16, [M, I] (I = N / 2).
+/// Flow 2: the compact SwiGLU output act(gate) * up as BF16 [M, I] (I = N / 2).
 template <class Activation>
 struct swiglu_bf16 {
-  __nv_bfloat16* out;
-  index_t ld, rows, cols;  // cols = I
+  fp4fuse::matrix_view<__nv_bfloat16> out;
   Activation act;
 
   template <int Tiles>
@@ -73,10 +71,10 @@ struct swiglu_bf16 {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const index_t row = row0 + frag::row(lane, 2 * half), col = col0 / 2 + 8 * g + frag::col(lane, 0);
-        if (row < rows && col < cols) {
+        if (row < out.rows && col < out.cols) {
           const float h0 = act.apply(acc[2 * g][2 * half], acc[2 * g + 1][2 * half]);
           const float h1 = act.apply(acc[2 * g][2 * half + 1], acc[2 * g + 1][2 * half + 1]);
-          *reinterpret_cast<__nv_bfloat162*>(out + row * ld + col) = __floats2bfloat162_rn(h0, h1);
+          *reinterpret_cast<__nv_bfloat162*>(out.data + row * out.ld + col) = __floats2bfloat162_rn(h0, h1);
         }
       }
     }
@@ -93,19 +91,21 @@ struct swiglu_bf16 {
 /// The global encode scale is static (calibrated), read from device memory as serving engines do.
 template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
 struct swiglu_nvfp4 {
-  fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out;
+  using format = fp4fuse::format::nvfp4<Recipe>;
+  using gate_up = fp4fuse::gate_up::interleaved<8>;
+  fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;
   const float* global_encode_scale;
   Activation act;
 
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
-    const fp4fuse::nvfp4_quantizer<Recipe> q(*global_encode_scale);
-    fp4fuse::swiglu_nvfp4_mma_epilogue<Intermediate>(acc, act, q, row0, col0 / 2, out);
+    const fp4fuse::block_codec<format> codec(*global_encode_scale);
+    fp4fuse::swiglu_quantize_mma_epilogue<gate_up, Intermediate>(acc, {row0, col0}, act, codec, out);
   }
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
-    const fp4fuse::nvfp4_quantizer<Recipe> q(*global_encode_scale);
-    fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, q, row0, col0 / 2, out);
+    const fp4fuse::block_codec<format> codec(*global_encode_scale);
+    fp4fuse::swiglu_quantize_wgmma_epilogue<gate_up, Intermediate>(acc, {row0, col0}, act, codec, out);
   }
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.

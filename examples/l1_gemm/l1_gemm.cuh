@@ -21,7 +21,7 @@
 namespace l1_gemm {
 
 using format = fp4fuse::format::nvfp4<>;
-using layout = fp4fuse::scale_layout_swizzled_128x4;
+using layout = fp4fuse::scale_layout::swizzled_128x4;
 using gate_up = fp4fuse::gate_up::interleaved<8>;
 
 /// Which GEMM kernel runs: `automatic` takes wgmma on an sm_90 device when this binary has an
@@ -156,30 +156,26 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
   using fp4fuse::status;
   if (const fp4fuse::result v = detail::validate_problem(p); !v) return v;
   const std::int64_t T = p.T, I = p.I;
+  const fp4fuse::quantized_matrix<format, layout> out{p.packed, I / 2, p.scales, layout{T, I / 16}};
   if constexpr (std::is_same_v<Flow, flow::interleaved_bf16>) {
     if (p.gate_up == nullptr) return {status::null_pointer};
     if (!fp4fuse::detail::is_aligned(p.gate_up, 16)) return {status::misaligned_pointer};
     // validate_problem covered what the second kernel checks (but for its grid limit, which no
     // problem that fits in memory reaches): an error launches nothing.
-    const fp4fuse::swiglu_args<__nv_bfloat16> args{p.gate_up, T, I, 2 * I, p.packed, I / 2, p.scales, p.global_encode_scale};
-    if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, store_bf16{p.gate_up, 2 * I, T, 2 * I}, e, stream, force_plan); !r) {
-      return r;
-    }
-    return fp4fuse::swiglu_quantize<format, layout, gate_up>(args, act, stream);
+    const fp4fuse::matrix_view<__nv_bfloat16> gu{p.gate_up, T, 2 * I, 2 * I};
+    if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, store_bf16{gu}, e, stream, force_plan); !r) return r;
+    return fp4fuse::swiglu_quantize<gate_up>(gu, act, out, p.global_encode_scale, stream);
   } else if constexpr (std::is_same_v<Flow, flow::compact_bf16>) {
     if (p.h == nullptr) return {status::null_pointer};
     if (!fp4fuse::detail::is_aligned(p.h, 16)) return {status::misaligned_pointer};
-    const fp4fuse::quantize_args<__nv_bfloat16> args{p.h, T, I, I, p.packed, I / 2, p.scales, p.global_encode_scale};
-    if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_bf16<Activation>{p.h, I, T, I, act}, e, stream, force_plan); !r) {
+    const fp4fuse::matrix_view<__nv_bfloat16> h{p.h, T, I, I};
+    if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_bf16<Activation>{h, act}, e, stream, force_plan); !r) {
       return r;
     }
-    return fp4fuse::quantize<format, layout>(args, stream);
+    return fp4fuse::quantize(h, out, p.global_encode_scale, stream);
   } else {
-    const layout scale_layout{T, I / 16};
     using intermediate = typename fused_traits<Flow>::intermediate;
-    const swiglu_nvfp4<Activation, intermediate> epi{
-        fp4fuse::nvfp4_epilogue_output<layout>{p.packed, I / 2, p.scales, scale_layout, T, I}, p.global_encode_scale, act};
-    return gemm(p.x, p.w, p.T, 2 * p.I, p.H, epi, e, stream, force_plan);
+    return gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_nvfp4<Activation, intermediate>{out, p.global_encode_scale, act}, e, stream, force_plan);
   }
 }
 

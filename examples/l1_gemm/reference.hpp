@@ -15,7 +15,7 @@
 namespace l1_gemm::host {
 
 using fmt = fp4fuse::format::nvfp4<>;
-using scale_layout = fp4fuse::scale_layout_swizzled_128x4;
+using scale_layout = fp4fuse::scale_layout::swizzled_128x4;
 using interleave = fp4fuse::gate_up::interleaved<8>;
 
 /// X [T, H] uniform in [-1, 1); W [2I, H] uniform in [-1, 1) / sqrt(H), as bf16, from `seed`.
@@ -69,19 +69,20 @@ inline quantized_row quantize_row(const std::vector<float>& h, float S) {
   for (std::size_t b = 0; b < I / 16; ++b) {
     float blk[16];
     std::memcpy(blk, &h[16 * b], sizeof blk);
-    std::uint32_t words[2];
-    q.scales[b] = codec.quantize(blk, words);
-    std::memcpy(&q.packed[8 * b], words, 8);
+    const fp4fuse::quantized_block<fmt> block = codec.quantize(blk);
+    q.scales[b] = block.scale;
+    std::memcpy(&q.packed[8 * b], block.packed, 8);
   }
   return q;
 }
 
 /// Dequantized value of element c of a row given its packed bytes and scale codes.
 inline float dequantized(const std::uint8_t* packed, const std::uint8_t* scales_of_row, int c, float S) {
-  std::uint64_t w;
-  std::memcpy(&w, packed + (c / 16) * 8, 8);
+  fp4fuse::quantized_block<fmt> block{};
+  std::memcpy(block.packed, packed + (c / 16) * 8, 8);
+  block.scale = scales_of_row[c / 16];
   float y[16];
-  fp4fuse::nvfp4_dequantize_block(w, scales_of_row[c / 16], fp4fuse::nvfp4_global_decode_scale(S), y);
+  fp4fuse::block_codec<fmt>(S).dequantize(block, y);
   return y[c % 16];
 }
 
@@ -142,7 +143,7 @@ void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const
   const scale_layout layout{T, I / 16};
   packed.assign(static_cast<std::size_t>(T) * I / 2, 0);
   scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0xAB);
-  const fp4fuse::nvfp4_quantizer<> quantizer(S);
+  const fp4fuse::block_codec<fmt> codec(S);
   for (std::int64_t row0 = 0; row0 < layout.padded_rows(); row0 += 16) {
     for (std::int64_t gu0 = 0; gu0 < 32 * layout.padded_cols(); gu0 += 8 * tiles) {
       float acc[32][tiles][4];
@@ -159,13 +160,13 @@ void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const
             for (int q = 0; q < 2; ++q)
               for (int e = 0; e < 2; ++e)
                 h[lane][2 * q + e] = act.apply(acc[lane][4 * block + 2 * q][2 * half + e], acc[lane][4 * block + 2 * q + 1][2 * half + e]);
-            lane_amax[lane] = fp4fuse::nvfp4_block_amax(h[lane]);
+            lane_amax[lane] = std::fmax(std::fmax(std::fmax(std::fmax(0.0f, std::fabs(h[lane][0])), std::fabs(h[lane][1])), std::fabs(h[lane][2])), std::fabs(h[lane][3]));
           }
           for (int lane = 0; lane < 32; ++lane) {
             const int quad = lane & ~3, t = lane % 4;
             float amax = lane_amax[quad];
             for (int j = 1; j < 4; ++j) amax = std::fmax(amax, lane_amax[quad + j]);  // NaN-ignoring, as the shuffles
-            const fp4fuse::nvfp4_block_scale s = quantizer.block_scale(amax);
+            const fp4fuse::block_scale s = codec.scale_for(amax);
             const std::int64_t row = row0 + frag::row(lane, 2 * half), block_col = gu0 / 32 + block;
             const bool inside = row < T && block_col < I / 16;
             if (inside) {

@@ -2,12 +2,12 @@
 /// \file activation.cuh
 /// Gated activations as tag types: `apply(gate, up)` returns act(gate) * up in fp32.
 ///
-/// All of them use fp4fuse's portable exp (detail/exp.cuh, about 1 ulp), IEEE division and
+/// All of them use fp4fuse's portable exp (detail/exp.cuh, within 2 ulp of exp), IEEE division and
 /// explicitly rounded products, so the host and every GPU produce the same bits; they do not match
 /// CUDA's or glibc's expf to the last bit. Do not compile with --use_fast_math (it replaces the
 /// IEEE division and flushes subnormals).
 /// \code
-/// float h = fp4fuse::activation::silu{}.apply(gate, up);            // silu(gate) * up
+/// float h = fp4fuse::activation::swiglu{}.apply(gate, up);          // silu(gate) * up
 /// float o = fp4fuse::activation::swiglu_clamped{1.702f, 7.0f}.apply(gate, up);  // GPT-OSS
 /// \endcode
 #include "fp4fuse/config.cuh"
@@ -15,10 +15,10 @@
 
 namespace fp4fuse::activation {
 
-/// SwiGLU: silu(g) * u with silu(g) = g / (1 + e^-g) (IEEE division).
-struct silu {
+/// SwiGLU: silu(gate) * up with silu(g) = g / (1 + e^-g) (IEEE division).
+struct swiglu {
   /// (gate / (1 + exp(-gate))) * up; the add, the division and the product each rounded once in
-  /// fp32, exp from the portable implementation (about 1 ulp).
+  /// fp32, exp from the portable implementation (within 2 ulp of exp).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     return detail::mul_rn(detail::div_rn(gate, detail::add_rn(1.0f, detail::exp_portable(-gate))), up);
   }
@@ -42,9 +42,9 @@ struct swiglu_clamped {
   }
 };
 
-/// GeGLU with the tanh GELU: gelu(g) * u, gelu(g) = g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3))
+/// GeGLU with the tanh GELU: gelu(gate) * up, gelu(g) = g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3))
 /// (the identity 0.5 (1 + tanh z) = sigmoid(2z) avoids tanh's cancellation near 0).
-struct gelu_tanh {
+struct geglu_tanh {
   /// (gate * sigmoid(1.5957691 * (gate + 0.044715 gate^3))) * up in fp32 (tanh GELU of gate times up).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const float cubic = detail::fma_rn(detail::mul_rn(0.044715f, detail::mul_rn(gate, gate)), gate, gate);

@@ -287,4 +287,27 @@ FP4FUSE_HOST_DEVICE float2 e2m1x2_decode_float2(cuda::std::uint8_t byte) {
 #endif
 }
 
+namespace detail {
+/// E2M1 codes of x[i] * multiplier, 8 per word: the encoding step every recipe of both formats
+/// shares.
+template <int Words>
+FP4FUSE_HOST_DEVICE void encode_scaled(const float (&x)[8 * Words], float multiplier, cuda::std::uint32_t (&packed)[Words]) {
+  FP4FUSE_UNROLL
+  for (int w = 0; w < Words; ++w) {
+    float y[8];
+    FP4FUSE_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      y[i] = x[8 * w + i] * multiplier;
+    }
+    packed[w] = e2m1x8_encode(y);
+  }
+}
+
+/// The E2M1 value of element i of a packed block.
+template <int Words>
+FP4FUSE_HOST_DEVICE float packed_element(const cuda::std::uint32_t (&packed)[Words], int i) {
+  return e2m1_decode(static_cast<cuda::std::uint8_t>((packed[i / 8] >> (4 * (i % 8))) & 0xFu));
+}
+}  // namespace detail
+
 }  // namespace fp4fuse

@@ -21,7 +21,7 @@ namespace fp4fuse::gate_up {
 /// \endcode
 struct split_gate_first {
   /// Input column of output column c's gate value: c.
-  FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t I) { return c; }
+  FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t /*I*/) { return c; }
   /// Input column of output column c's up value: I + c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
 };
@@ -31,7 +31,7 @@ struct split_up_first {
   /// Input column of output column c's gate value: I + c.
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
   /// Input column of output column c's up value: c.
-  FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t I) { return c; }
+  FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t /*I*/) { return c; }
 };
 
 /// Granules of G gate columns followed by G up columns; G a power of two from 1 to 64.

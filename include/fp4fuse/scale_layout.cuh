@@ -3,9 +3,9 @@
 /// Where block scale (row m, scale column k) lives in the scale tensor. A layout is a small value
 /// type built from the logical shape: `rows` (M) and `scale_cols` (K / block size).
 ///
-/// `scale_layout_linear`: row-major [M][K/16], no padding.
+/// `scale_layout::linear`: row-major [M][K/16], no padding.
 ///
-/// `scale_layout_swizzled_128x4` (cuBLASLt `VEC16_UE4M3`, CUTLASS block-scaled GEMMs, tcgen05):
+/// `scale_layout::swizzled_128x4` (cuBLASLt `VEC16_UE4M3`, CUTLASS block-scaled GEMMs, tcgen05):
 /// rows padded to M' = round_up(M, 128), scale columns to K' = round_up(K/16, 4); the tensor is
 /// [M'/128][K'/4][32][4][4] bytes, one 512-byte tile per 128 rows x 4 scale columns:
 /// \verbatim
@@ -25,17 +25,18 @@
 /// Positions with m >= M or k >= K/16 are padding and must hold 0x00: a GEMM reads them.
 #include "fp4fuse/config.cuh"
 
+#include <cuda/cmath>
 #include <cuda/std/cstdint>
 
-namespace fp4fuse {
+namespace fp4fuse::scale_layout {
 
 /// Row-major [rows][scale_cols] scale tensor.
 /// \code
-/// fp4fuse::scale_layout_linear layout{M, K / 16};
+/// fp4fuse::scale_layout::linear layout{M, K / 16};
 /// std::vector<uint8_t> scales(layout.size_bytes());
 /// scales[layout.offset(m, k / 16)] = sf;
 /// \endcode
-struct scale_layout_linear {
+struct linear {
   /// M, the rows of the quantized matrix.
   cuda::std::int64_t rows;
   /// K / block size (16 NVFP4, 32 MXFP4): scale columns per row.
@@ -62,10 +63,10 @@ struct scale_layout_linear {
 
 /// The 128x4 swizzled layout of cuBLASLt/CUTLASS (see the file comment for the picture).
 /// \code
-/// fp4fuse::scale_layout_swizzled_128x4 layout{M, K / 16};
+/// fp4fuse::scale_layout::swizzled_128x4 layout{M, K / 16};
 /// cudaMalloc(&scales, layout.size_bytes());  // M' * K' bytes, padding included
 /// \endcode
-struct scale_layout_swizzled_128x4 {
+struct swizzled_128x4 {
   /// M, the rows of the quantized matrix (unpadded).
   cuda::std::int64_t rows;
   /// K / block size (16 NVFP4, 32 MXFP4): scale columns per row (unpadded).
@@ -78,11 +79,11 @@ struct scale_layout_swizzled_128x4 {
 
   /// M' = round_up(rows, 128).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
-    return (rows + row_tile - 1) / row_tile * row_tile;
+    return cuda::round_up(rows, row_tile);
   }
   /// K' = round_up(scale_cols, 4).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const {
-    return (scale_cols + col_tile - 1) / col_tile * col_tile;
+    return cuda::round_up(scale_cols, col_tile);
   }
   /// M' * K' bytes.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
@@ -110,4 +111,4 @@ struct scale_layout_swizzled_128x4 {
   }
 };
 
-}  // namespace fp4fuse
+}  // namespace fp4fuse::scale_layout

@@ -1,8 +1,12 @@
 #pragma once
 /// \file status.hpp
-/// What a host launcher returns. Launchers validate every argument before touching memory; a
-/// non-ok result means nothing was launched and nothing was written.
+/// What a host launcher returns. Launchers validate every argument before any CUDA call or write;
+/// a non-ok result means nothing was launched and nothing was written, and `message()` names the
+/// argument and the requirement that failed.
 #include <cuda_runtime_api.h>
+
+#include <cstdarg>
+#include <cstdio>
 
 namespace fp4fuse {
 
@@ -11,43 +15,68 @@ enum class status : int {
   ok = 0,
   null_pointer,              ///< a required pointer is null
   misaligned_pointer,        ///< a pointer lacks the alignment the kernel's vector accesses need
-  bad_shape,                 ///< rows or columns negative or zero where that is not allowed, or too large
-  not_multiple_of_block,     ///< K (or I) is not a multiple of the block size (16 NVFP4, 32 MXFP4)
+  bad_shape,                 ///< rows or columns negative or zero where that is not allowed, too large, or inconsistent
+  not_multiple_of_block,     ///< a width is not a multiple of what the kernel needs (block size, vector, granule)
   bad_leading_dimension,     ///< a leading dimension is smaller than the row or breaks alignment
   unsupported_architecture,  ///< the current GPU has no kernel image in this build (-gencode list)
+  no_device,                 ///< no usable CUDA device (none present, or no driver)
   cuda_error,                ///< a CUDA call failed; see `result::cuda`
 };
 
-/// A launcher's outcome: the status and, for `status::cuda_error`, the CUDA error.
-struct [[nodiscard]] result {
-  status code = status::ok;
-  cudaError_t cuda = cudaSuccess;
-  /// True when the kernel was launched.
-  constexpr explicit operator bool() const { return code == status::ok; }
-  /// A sentence for logs.
-  const char* message() const;
-};
-
-/// A sentence describing `s`.
+/// A sentence describing `s` (what `result::message()` says when no detail was recorded).
 /// \code
-/// if (auto r = fp4fuse::quantize<...>(...); !r) std::fprintf(stderr, "%s\n", r.message());
+/// const char* m = fp4fuse::status_message(fp4fuse::status::no_device);
 /// \endcode
 inline const char* status_message(status s) {
   switch (s) {
     case status::ok: return "ok";
     case status::null_pointer: return "fp4fuse: a required pointer is null";
-    case status::misaligned_pointer: return "fp4fuse: a pointer is not aligned as the kernel requires (16 bytes for inputs, 8 for packed outputs)";
-    case status::bad_shape: return "fp4fuse: the matrix shape is empty, negative or too large";
-    case status::not_multiple_of_block: return "fp4fuse: the number of columns is not a multiple of the block size (16 for NVFP4, 32 for MXFP4)";
-    case status::bad_leading_dimension: return "fp4fuse: a leading dimension is smaller than the row length or not a multiple of the vector width";
+    case status::misaligned_pointer: return "fp4fuse: a pointer is not aligned as the kernel requires";
+    case status::bad_shape: return "fp4fuse: a shape is empty, negative, too large or inconsistent";
+    case status::not_multiple_of_block: return "fp4fuse: a width is not a multiple of what the kernel needs";
+    case status::bad_leading_dimension: return "fp4fuse: a leading dimension is smaller than the row or not a multiple of the vector width";
     case status::unsupported_architecture: return "fp4fuse: this GPU's architecture has no kernel image in this build (add its -gencode target)";
+    case status::no_device: return "fp4fuse: no usable CUDA device (none present, or no driver)";
     case status::cuda_error: return "fp4fuse: a CUDA call failed";
   }
   return "fp4fuse: unknown status";
 }
 
-inline const char* result::message() const {
-  return code == status::cuda_error ? cudaGetErrorString(cuda) : status_message(code);
-}
+/// A launcher's outcome: the status, for `status::cuda_error` and `status::no_device` the CUDA
+/// error, and a sentence naming the entry point, the argument and the requirement that failed.
+/// \code
+/// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax); !r) std::fprintf(stderr, "%s\n", r.message());
+/// \endcode
+struct [[nodiscard]] result {
+  /// What happened.
+  status code = status::ok;
+  /// The CUDA error behind `status::cuda_error` / `status::no_device` (cudaSuccess otherwise).
+  cudaError_t cuda = cudaSuccess;
+  /// The detailed sentence; empty when none was recorded.
+  char detail[240] = {};
+
+  /// True when the work was launched (or there was nothing to do).
+  constexpr explicit operator bool() const { return code == status::ok; }
+  /// The detailed sentence, or `status_message(code)` (with the CUDA error's text for CUDA
+  /// failures) when none was recorded.
+  const char* message() const {
+    if (detail[0] != '\0') return detail;
+    return code == status::cuda_error ? cudaGetErrorString(cuda) : status_message(code);
+  }
+  /// A result with a printf-formatted sentence.
+  static result with(status s, const char* format, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 2, 3)))
+#endif
+  {
+    result r;
+    r.code = s;
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(r.detail, sizeof r.detail, format, args);
+    va_end(args);
+    return r;
+  }
+};
 
 }  // namespace fp4fuse

@@ -35,18 +35,17 @@ int main(int argc, char** argv) {
 
   float x[16] = {0.1f, -0.7f, 2.5f, 6.0f};  // the rest are zero
   const float S = fp4fuse::nvfp4_global_encode_scale(6.0f);
-  const fp4fuse::nvfp4_quantizer<> q(S);
-  const fp4fuse::nvfp4_block b = q.quantize(x);
+  const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(S);
+  const fp4fuse::quantized_block<fp4fuse::format::nvfp4<>> b = codec.quantize(x);
   float y[16];
-  fp4fuse::nvfp4_dequantize_block(b.packed, b.scale, fp4fuse::nvfp4_global_decode_scale(S), y);
+  codec.dequantize(b, y);
   check(S == 448.0f, "nvfp4_global_encode_scale(6) == 448");
   check(b.scale == 0x7E, "block scale byte 0x7E (448)");
-  check(((b.packed >> 12) & 0xFu) == 0x7u, "element 3 (6.0) encodes to 0x7");
+  check(((b.packed[0] >> 12) & 0xFu) == 0x7u, "element 3 (6.0) encodes to 0x7");
   check(std::fabs(y[3] - 6.0f) < 1e-5f, "element 3 decodes to 6");
 
-  std::printf("%s: fp4fuse %s, e2m1(-3.2) = 0x%X, NVFP4 scale 0x%02X, packed 0x%016llX, y[3] = %g\n", label,
-              FP4FUSE_VERSION_STRING, nibble, static_cast<unsigned>(b.scale),
-              static_cast<unsigned long long>(b.packed), y[3]);
+  std::printf("%s: fp4fuse %s, e2m1(-3.2) = 0x%X, NVFP4 scale 0x%02X, packed 0x%08X%08X, y[3] = %g\n", label,
+              FP4FUSE_VERSION_STRING, nibble, static_cast<unsigned>(b.scale), b.packed[1], b.packed[0], y[3]);
 
   // The device path where the sm_90a image can run; a machine without that GPU skips it.
   int devices = 0;

@@ -8,7 +8,7 @@
 #include "../kernels/kernel_test_support.cuh"
 
 using namespace fp4fuse_test;
-using act_t = fp4fuse::activation::silu;
+using act_t = fp4fuse::activation::swiglu;
 
 TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the host codec", "[examples]") {
   for (auto [T, I] : {std::pair{1, 16}, {37, 80}, {130, 208}}) {
@@ -154,8 +154,8 @@ struct gpu_problem {
   const l1_gemm::sm90::launch_plan* plan = nullptr;
   void calibrate(l1_gemm::engine e) {
     REQUIRE(static_cast<bool>(l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, 2 * I, H,
-                                            l1_gemm::swiglu_bf16<act_t>{h.as<__nv_bfloat16>(), I, T, I, act_t{}}, e, nullptr, plan)));
-    REQUIRE(static_cast<bool>(fp4fuse::amax(h.as<__nv_bfloat16>(), T, I, I, amax.as<float>(), S.as<float>())));
+                                            l1_gemm::swiglu_bf16<act_t>{{h.as<__nv_bfloat16>(), T, I, I}, act_t{}}, e, nullptr, plan)));
+    REQUIRE(static_cast<bool>(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h.as<__nv_bfloat16>(), T, I, I}, amax.as<float>(), S.as<float>())));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     FP4FUSE_TEST_CUDA(cudaMemcpy(&S_host, S.as<float>(), 4, cudaMemcpyDeviceToHost));
     REQUIRE(std::isfinite(S_host));
@@ -266,7 +266,7 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   if (e == l1_gemm::engine::wgmma) {
     device_buffer other(p.gate_up.bytes());
     REQUIRE(static_cast<bool>(l1_gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), T, 2 * I, H,
-                                            l1_gemm::store_bf16{other.as<__nv_bfloat16>(), 2 * I, T, 2 * I},
+                                            l1_gemm::store_bf16{{other.as<__nv_bfloat16>(), T, 2 * I, 2 * I}},
                                             l1_gemm::engine::mma_sync)));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     const auto mine = p.gate_up.download(), theirs = other.download();

@@ -16,8 +16,10 @@ TEST_CASE("launchers [gpu]: a GPU missing from the build's -gencode list is refu
   device_buffer in(64 * 64 * 2), out(64 * 32), sc(512), S(4);
   const float one = 1.0f;
   S.upload(&one, 4);
-  const fp4fuse::result r = fp4fuse::quantize<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout_swizzled_128x4>(
-      fp4fuse::quantize_args<__nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64, out.as<std::uint8_t>(), 32, sc.as<std::uint8_t>(), S.as<float>()});
+  using L = fp4fuse::scale_layout::swizzled_128x4;
+  const fp4fuse::result r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64},
+                                              fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L>{out.as<std::uint8_t>(), 32, sc.as<std::uint8_t>(), L{64, 4}},
+                                              S.as<float>());
   CHECK(r.code == fp4fuse::status::unsupported_architecture);
   INFO(r.message());
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
@@ -25,7 +27,8 @@ TEST_CASE("launchers [gpu]: a GPU missing from the build's -gencode list is refu
   for (unsigned char c : sc.download()) REQUIRE(c == poison);
   float amax_value = 0;
   device_buffer amax_out(4);
-  CHECK(fp4fuse::amax(in.as<__nv_bfloat16>(), 64, 64, 64, amax_out.as<float>()).code == fp4fuse::status::unsupported_architecture);
+  CHECK(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64}, amax_out.as<float>()).code ==
+        fp4fuse::status::unsupported_architecture);
   FP4FUSE_TEST_CUDA(cudaMemcpy(&amax_value, amax_out.as<float>(), 4, cudaMemcpyDeviceToHost));
   CHECK(bits_of(amax_value) == 0xA5A5A5A5u);
   CHECK(cudaGetLastError() == cudaSuccess);  // the failed query left no sticky error behind

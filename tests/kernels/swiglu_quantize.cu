@@ -10,8 +10,8 @@ namespace format = fp4fuse::format;
 namespace gate_up = fp4fuse::gate_up;
 namespace activation = fp4fuse::activation;
 namespace intermediate = fp4fuse::intermediate;
-using fp4fuse::scale_layout_linear;
-using fp4fuse::scale_layout_swizzled_128x4;
+using scale_layout_linear = fp4fuse::scale_layout::linear;
+using scale_layout_swizzled_128x4 = fp4fuse::scale_layout::swizzled_128x4;
 
 namespace {
 
@@ -53,8 +53,10 @@ void check_swiglu_quantize(const Activation& act, const char* salt) {
         d_scales(static_cast<std::size_t>(layout.size_bytes())), d_S(4);
     d_in.upload(in.data(), in.size() * sizeof(T));
     d_S.upload(&S, 4);
-    fp4fuse::swiglu_args<T> a{d_in.as<T>(), s.rows, s.I, ld_in, d_out.as<void>(), ld_out, d_scales.as<std::uint8_t>(), d_S.as<float>()};
-    const fp4fuse::result r = fp4fuse::swiglu_quantize<Format, Layout, GateUp, Intermediate>(a, act);
+    const fp4fuse::matrix_view<const T> gu{d_in.as<T>(), s.rows, 2 * s.I, ld_in};
+    const fp4fuse::quantized_matrix<Format, Layout> out{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout};
+    const fp4fuse::result r =
+        fp4fuse::swiglu_quantize<GateUp, Intermediate>(gu, act, out, Format::has_global_scale ? d_S.as<float>() : nullptr);
     INFO(salt << " " << type_name<T>() << " M=" << s.rows << " I=" << s.I << ": " << r.message());
     REQUIRE(static_cast<bool>(r));
     FP4FUSE_TEST_LAUNCHED();
@@ -66,9 +68,9 @@ void check_swiglu_quantize(const Activation& act, const char* salt) {
       for (std::int64_t b = 0; b < s.I / B; ++b) {
         float x[B];
         for (int i = 0; i < B; ++i) x[i] = h[static_cast<std::size_t>(row * s.I + b * B + i)];
-        std::uint32_t words[fp4fuse::block_codec<Format>::words_per_block];
-        want_scales[static_cast<std::size_t>(layout.offset(row, b))] = codec.quantize(x, words);
-        std::memcpy(&want_packed[static_cast<std::size_t>(row * ld_out + b * B / 2)], words, sizeof words);
+        const fp4fuse::quantized_block<Format> q = codec.quantize(x);
+        want_scales[static_cast<std::size_t>(layout.offset(row, b))] = q.scale;
+        std::memcpy(&want_packed[static_cast<std::size_t>(row * ld_out + b * B / 2)], q.packed, sizeof q.packed);
       }
     }
     CHECK(d_out.download() == want_packed);
@@ -93,9 +95,9 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
     const std::int64_t ld_h = s.I + 8;
     device_buffer d_in(in.size() * sizeof(T)), d_h(static_cast<std::size_t>(s.rows * ld_h) * 2);
     d_in.upload(in.data(), in.size() * sizeof(T));
-    fp4fuse::swiglu_args<T> a{d_in.as<T>(), s.rows, s.I, ld_in, d_h.as<void>(), ld_h};
+    const fp4fuse::matrix_view<const T> gu{d_in.as<T>(), s.rows, 2 * s.I, ld_in};
     INFO(salt << " M=" << s.rows << " I=" << s.I);
-    REQUIRE(static_cast<bool>(fp4fuse::swiglu<__nv_bfloat16, GateUp>(a, act)));
+    REQUIRE(static_cast<bool>(fp4fuse::swiglu<GateUp>(gu, act, fp4fuse::matrix_view<__nv_bfloat16>{d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h})));
     FP4FUSE_TEST_LAUNCHED();
     std::vector<unsigned char> want(d_h.bytes(), poison);
     for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -115,10 +117,11 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
     device_buffer d_S(4), p1(static_cast<std::size_t>(s.rows * s.I / 2)), p2(static_cast<std::size_t>(s.rows * s.I / 2)),
         s1(static_cast<std::size_t>(layout.size_bytes())), s2(static_cast<std::size_t>(layout.size_bytes()));
     d_S.upload(&S, 4);
-    REQUIRE(static_cast<bool>(fp4fuse::quantize<F, L>(fp4fuse::quantize_args<__nv_bfloat16>{
-        d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h, p1.as<std::uint8_t>(), s.I / 2, s1.as<std::uint8_t>(), d_S.as<float>()})));
-    fp4fuse::swiglu_args<T> fa{d_in.as<T>(), s.rows, s.I, ld_in, p2.as<void>(), s.I / 2, s2.as<std::uint8_t>(), d_S.as<float>()};
-    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<F, L, GateUp, intermediate::bf16>(fa, act)));
+    REQUIRE(static_cast<bool>(fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h},
+                                                 fp4fuse::quantized_matrix<F, L>{p1.as<std::uint8_t>(), s.I / 2, s1.as<std::uint8_t>(), layout},
+                                                 d_S.as<float>())));
+    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp, intermediate::bf16>(
+        gu, act, fp4fuse::quantized_matrix<F, L>{p2.as<std::uint8_t>(), s.I / 2, s2.as<std::uint8_t>(), layout}, d_S.as<float>())));
     FP4FUSE_TEST_LAUNCHED();
     CHECK(p1.download() == p2.download());
     CHECK(s1.download() == s2.download());
@@ -130,60 +133,31 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
 TEST_CASE("swiglu_quantize [gpu]: every gate/up layout with SiLU, NVFP4, bit-exact", "[gpu][swiglu]") {
   using F = format::nvfp4<>;
   using L = scale_layout_swizzled_128x4;
-  check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::fp32>(activation::silu{}, "sq split gate");
-  check_swiglu_quantize<F, L, gate_up::split_up_first, intermediate::fp32>(activation::silu{}, "sq split up");
-  check_swiglu_quantize<F, L, gate_up::interleaved<1>, intermediate::fp32>(activation::silu{}, "sq il1");
-  check_swiglu_quantize<F, L, gate_up::interleaved<2>, intermediate::fp32>(activation::silu{}, "sq il2");
-  check_swiglu_quantize<F, L, gate_up::interleaved<4>, intermediate::fp32>(activation::silu{}, "sq il4");
-  check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::silu, __nv_bfloat16>(activation::silu{}, "sq il8");
-  check_swiglu_quantize<F, L, gate_up::interleaved<16>, intermediate::fp32>(activation::silu{}, "sq il16");
-  check_swiglu_quantize<F, L, gate_up::interleaved<32>, intermediate::fp32>(activation::silu{}, "sq il32");
-  check_swiglu_quantize<F, scale_layout_linear, gate_up::interleaved<64>, intermediate::fp32>(activation::silu{}, "sq il64");
+  check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::fp32>(activation::swiglu{}, "sq split gate");
+  check_swiglu_quantize<F, L, gate_up::split_up_first, intermediate::fp32>(activation::swiglu{}, "sq split up");
+  check_swiglu_quantize<F, L, gate_up::interleaved<1>, intermediate::fp32>(activation::swiglu{}, "sq il1");
+  check_swiglu_quantize<F, L, gate_up::interleaved<2>, intermediate::fp32>(activation::swiglu{}, "sq il2");
+  check_swiglu_quantize<F, L, gate_up::interleaved<4>, intermediate::fp32>(activation::swiglu{}, "sq il4");
+  check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq il8");
+  check_swiglu_quantize<F, L, gate_up::interleaved<16>, intermediate::fp32>(activation::swiglu{}, "sq il16");
+  check_swiglu_quantize<F, L, gate_up::interleaved<32>, intermediate::fp32>(activation::swiglu{}, "sq il32");
+  check_swiglu_quantize<F, scale_layout_linear, gate_up::interleaved<64>, intermediate::fp32>(activation::swiglu{}, "sq il64");
 }
 
 TEST_CASE("swiglu_quantize [gpu]: activations, intermediates, dtypes, MXFP4", "[gpu][swiglu]") {
   using F = format::nvfp4<>;
   using L = scale_layout_swizzled_128x4;
   check_swiglu_quantize<F, L, gate_up::interleaved<1>, intermediate::fp32, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{1.702f, 7.0f}, "sq gptoss");
-  check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::gelu_tanh, __half>(activation::gelu_tanh{}, "sq gelu f16");
-  check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::bf16, activation::silu, float>(activation::silu{}, "sq bf16 f32");
-  check_swiglu_quantize<format::nvfp4<fp4fuse::recipe::te_exact>, scale_layout_linear, gate_up::interleaved<8>, intermediate::bf16, activation::silu, __nv_bfloat16>(activation::silu{}, "sq bf16 lin");
-  check_swiglu_quantize<format::mxfp4<>, L, gate_up::interleaved<8>, intermediate::fp32, activation::silu, __nv_bfloat16>(activation::silu{}, "sq mx");
+  check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::geglu_tanh, __half>(activation::geglu_tanh{}, "sq gelu f16");
+  check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::bf16, activation::swiglu, float>(activation::swiglu{}, "sq bf16 f32");
+  check_swiglu_quantize<format::nvfp4<fp4fuse::recipe::te_exact>, scale_layout_linear, gate_up::interleaved<8>, intermediate::bf16, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq bf16 lin");
+  check_swiglu_quantize<format::mxfp4<>, L, gate_up::interleaved<8>, intermediate::fp32, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq mx");
   check_swiglu_quantize<format::mxfp4<fp4fuse::recipe::mx_round_up>, scale_layout_linear, gate_up::split_up_first, intermediate::fp32, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{}, "sq mx up");
 }
 
 TEST_CASE("swiglu [gpu]: compact bf16 output, and bf16-intermediate fused == swiglu + quantize", "[gpu][swiglu]") {
-  check_compact_and_parity<gate_up::interleaved<8>, activation::silu, __nv_bfloat16>(activation::silu{}, "parity il8");
-  check_compact_and_parity<gate_up::split_gate_first, activation::silu, __nv_bfloat16>(activation::silu{}, "parity split");
+  check_compact_and_parity<gate_up::interleaved<8>, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "parity il8");
+  check_compact_and_parity<gate_up::split_gate_first, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "parity split");
   check_compact_and_parity<gate_up::interleaved<1>, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{}, "parity gptoss");
-  check_compact_and_parity<gate_up::split_up_first, activation::gelu_tanh, float>(activation::gelu_tanh{}, "parity gelu");
-}
-
-TEST_CASE("swiglu_quantize: invalid arguments are refused", "[swiglu]") {
-  auto* in = reinterpret_cast<const __nv_bfloat16*>(std::uintptr_t(0x10000));
-  auto* out = reinterpret_cast<void*>(std::uintptr_t(0x20000));
-  auto* sc = reinterpret_cast<std::uint8_t*>(std::uintptr_t(0x30000));
-  auto* S = reinterpret_cast<const float*>(std::uintptr_t(0x40000));
-  using F = format::nvfp4<>;
-  using L = scale_layout_swizzled_128x4;
-  const fp4fuse::swiglu_args<__nv_bfloat16> ok{in, 4, 64, 128, out, 32, sc, S};
-  auto with = [&](auto edit) {
-    auto a = ok;
-    edit(a);
-    return fp4fuse::swiglu_quantize<F, L, gate_up::interleaved<8>>(a, activation::silu{}).code;
-  };
-  CHECK(with([&](auto& a) { a.input = nullptr; }) == fp4fuse::status::null_pointer);
-  CHECK(with([&](auto& a) { a.cols = 40; a.ld_output = 24; }) == fp4fuse::status::not_multiple_of_block);
-  CHECK(with([&](auto& a) { a.ld_input = 120; }) == fp4fuse::status::bad_leading_dimension);
-  CHECK(with([&](auto& a) { a.input = in + 4; }) == fp4fuse::status::misaligned_pointer);
-  CHECK(with([&](auto& a) { a.global_encode_scale = nullptr; }) == fp4fuse::status::null_pointer);
-  auto g64 = ok;
-  g64.cols = 48;
-  g64.ld_input = 96;
-  g64.ld_output = 24;
-  CHECK(fp4fuse::swiglu_quantize<F, L, gate_up::interleaved<64>>(g64, activation::silu{}).code == fp4fuse::status::bad_shape);
-  auto compact = ok;
-  compact.output = reinterpret_cast<void*>(std::uintptr_t(0x20008));
-  compact.ld_output = 64;
-  CHECK(fp4fuse::swiglu<__nv_bfloat16, gate_up::split_gate_first>(compact, activation::silu{}).code == fp4fuse::status::misaligned_pointer);
+  check_compact_and_parity<gate_up::split_up_first, activation::geglu_tanh, float>(activation::geglu_tanh{}, "parity gelu");
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Shared pieces of the standalone kernels: vector loads/stores of element types, argument
-// validation and the kernel-image check. Not part of the public API.
+// Shared pieces of the standalone kernels: vector loads/stores of element types, the one
+// argument-validation path every launcher goes through, and the checked launch. Not part of the
+// public API.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -8,8 +9,15 @@
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
+#include <cinttypes>
+#include <cstddef>
+#include <cstdint>
+
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
+#include "fp4fuse/format.cuh"
+#include "fp4fuse/matrix_view.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/status.hpp"
 
 namespace fp4fuse::detail {
@@ -17,6 +25,11 @@ namespace fp4fuse::detail {
 template <class T>
 inline constexpr bool is_supported_element =
     cuda::std::is_same_v<T, __nv_bfloat16> || cuda::std::is_same_v<T, __half> || cuda::std::is_same_v<T, float>;
+
+template <class T>
+constexpr const char* element_name() {
+  return cuda::std::is_same_v<T, __nv_bfloat16> ? "bf16" : cuda::std::is_same_v<T, __half> ? "half" : "float";
+}
 
 /// Elements of T per 16-byte vector.
 template <class T>
@@ -35,29 +48,14 @@ FP4FUSE_HOST_DEVICE __half from_float<__half>(float v) { return __float2half_rn(
 template <>
 FP4FUSE_HOST_DEVICE float from_float<float>(float v) { return v; }
 
-// Cache hints for data each kernel touches exactly once (tuning knobs, not API): streaming
-// (evict-first) loads and stores by default.
-#if !defined(FP4FUSE_STREAMING_LOADS)
-#  define FP4FUSE_STREAMING_LOADS 1
-#endif
-#if !defined(FP4FUSE_STREAMING_STORES)
-#  define FP4FUSE_STREAMING_STORES 1
-#endif
+// Every standalone kernel touches its data exactly once: streaming (evict-first) loads and stores.
 template <class V>
 FP4FUSE_DEVICE V load_once(const V* p) {
-#if FP4FUSE_STREAMING_LOADS
   return __ldcs(p);
-#else
-  return *p;
-#endif
 }
 template <class V>
 FP4FUSE_DEVICE void store_once(V* p, V v) {
-#if FP4FUSE_STREAMING_STORES
   __stcs(p, v);
-#else
-  *p = v;
-#endif
 }
 
 /// Unpacks one 32-bit word of two 16-bit elements (or one float) into floats.
@@ -124,17 +122,17 @@ FP4FUSE_DEVICE void store_words(cuda::std::uint8_t* __restrict__ p, const cuda::
 /// n / d for a divisor fixed at launch, without a hardware divide: with s = ceil(log2 d) and
 /// m = floor(2^32 (2^s - d) / d) + 1, q = (umulhi(n, m) + n) >> s, exact for every n < 2^31
 /// (launchers keep grids below that, so the sum cannot overflow).
-struct fast_divmod {
+struct fast_div {
   cuda::std::uint32_t divisor = 1;
   cuda::std::uint32_t multiplier = 1;
   cuda::std::uint32_t shift = 0;
 
-  fast_divmod() = default;
-  explicit fast_divmod(cuda::std::uint32_t d) : divisor(d) {
+  fast_div() = default;
+  explicit fast_div(cuda::std::uint32_t d) : divisor(d) {
     while ((cuda::std::uint64_t(1) << shift) < d) ++shift;
     multiplier = static_cast<cuda::std::uint32_t>(((cuda::std::uint64_t(1) << 32) * ((cuda::std::uint64_t(1) << shift) - d)) / d + 1);
   }
-  FP4FUSE_HOST_DEVICE cuda::std::uint32_t div(cuda::std::uint32_t n) const {
+  FP4FUSE_HOST_DEVICE cuda::std::uint32_t operator()(cuda::std::uint32_t n) const {
 #if FP4FUSE_DEVICE_PASS
     return (__umulhi(n, multiplier) + n) >> shift;
 #else
@@ -147,25 +145,150 @@ inline bool is_aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
+/// The one validation path of every launcher: each check records the first failure as a result
+/// whose sentence names the entry point, the argument and the requirement. Nothing here touches
+/// the GPU, so a launcher validates completely before its first CUDA call.
+class checker {
+ public:
+  explicit checker(const char* entry_point) : entry_(entry_point) {}
+
+  /// False once a check failed.
+  explicit operator bool() const { return !failed_; }
+  /// The first failure (or ok).
+  const result& outcome() const { return result_; }
+
+  /// `ok` or: "<entry>: <sentence>" with status s.
+  template <class... Args>
+  checker& require(bool ok, status s, const char* format, Args... args) {
+    if (!ok && !failed_) {
+      failed_ = true;
+      char sentence[200];
+      if constexpr (sizeof...(Args) == 0) {
+        std::snprintf(sentence, sizeof sentence, "%s", format);
+      } else {
+        std::snprintf(sentence, sizeof sentence, format, args...);
+      }
+      result_ = result::with(s, "%s: %s", entry_, sentence);
+    }
+    return *this;
+  }
+  checker& not_null(const void* p, const char* name) { return require(p != nullptr, status::null_pointer, "%s is null", name); }
+  checker& aligned(const void* p, std::size_t bytes, const char* name, const char* why) {
+    return require(p == nullptr || is_aligned(p, bytes), status::misaligned_pointer, "%s (%p) must be %zu-byte aligned (%s)", name, p,
+                   bytes, why);
+  }
+
+  /// A row-major input/output matrix of T: data non-null and 16-byte aligned, rows >= 0,
+  /// cols >= min_cols and a multiple of `multiple` (why: `why`), ld >= cols and a whole number of
+  /// 16-byte vectors.
+  template <class T>
+  checker& matrix(const matrix_view<T>& m, const char* name, cuda::std::int64_t min_cols, cuda::std::int64_t multiple, const char* why) {
+    using E = cuda::std::remove_const_t<T>;
+    char field[64];
+    std::snprintf(field, sizeof field, "%s.data", name);
+    not_null(m.data, field);
+    aligned(m.data, 16, field, "16-byte vector accesses");
+    require(m.rows >= 0, status::bad_shape, "%s.rows = %" PRId64 " must be >= 0", name, static_cast<std::int64_t>(m.rows));
+    require(m.cols >= min_cols, status::bad_shape, "%s.cols = %" PRId64 " must be >= %" PRId64, name, static_cast<std::int64_t>(m.cols),
+            static_cast<std::int64_t>(min_cols));
+    require(m.cols % multiple == 0, status::not_multiple_of_block, "%s.cols = %" PRId64 " must be a multiple of %" PRId64 " (%s)", name,
+            static_cast<std::int64_t>(m.cols), static_cast<std::int64_t>(multiple), why);
+    require(m.ld >= m.cols && m.ld % vec_elems<E> == 0, status::bad_leading_dimension,
+            "%s.ld = %" PRId64 " must be >= %s.cols = %" PRId64 " and a multiple of %d elements (16 bytes of %s)", name,
+            static_cast<std::int64_t>(m.ld), name, static_cast<std::int64_t>(m.cols), vec_elems<E>, element_name<E>());
+    return *this;
+  }
+
+  /// A quantized matrix: packed and scales non-null, packed aligned to one block's bytes (one
+  /// store or load per block), scale columns > 0, ld_packed >= cols / 2 and a multiple of a
+  /// block's bytes.
+  template <class Format, class Layout, class Byte>
+  checker& quantized(const quantized_matrix<Format, Layout, Byte>& q, const char* name) {
+    constexpr int block_bytes = Format::block_size / 2;
+    char field[64];
+    std::snprintf(field, sizeof field, "%s.packed", name);
+    not_null(q.packed, field);
+    aligned(q.packed, block_bytes, field, Format::block_size == 16 ? "one 8-byte access per NVFP4 block" : "one 16-byte access per MXFP4 block");
+    std::snprintf(field, sizeof field, "%s.scales", name);
+    not_null(q.scales, field);
+    require(q.layout.rows >= 0, status::bad_shape, "%s.layout.rows = %" PRId64 " must be >= 0", name,
+            static_cast<std::int64_t>(q.layout.rows));
+    require(q.layout.scale_cols > 0, status::bad_shape, "%s.layout.scale_cols = %" PRId64 " must be > 0 (columns / %d)", name,
+            static_cast<std::int64_t>(q.layout.scale_cols), Format::block_size);
+    require(q.ld_packed >= q.cols() / 2 && q.ld_packed % block_bytes == 0, status::bad_leading_dimension,
+            "%s.ld_packed = %" PRId64 " bytes must be >= cols / 2 = %" PRId64 " and a multiple of %d (one %s block)", name,
+            static_cast<std::int64_t>(q.ld_packed), static_cast<std::int64_t>(q.cols() / 2), block_bytes,
+            Format::block_size == 16 ? "NVFP4" : "MXFP4");
+    return *this;
+  }
+
+  /// NVFP4's global encode scale: non-null and 4-byte aligned; MXFP4 takes none (nullptr).
+  template <class Format>
+  checker& global_scale(const float* global_encode_scale) {
+    if constexpr (Format::has_global_scale) {
+      not_null(global_encode_scale, "global_encode_scale (NVFP4's S, device memory)");
+      aligned(global_encode_scale, 4, "global_encode_scale", "a float");
+    } else {
+      require(global_encode_scale == nullptr, status::null_pointer,
+              "global_encode_scale must be nullptr for MXFP4, which has no tensor scale");
+    }
+    return *this;
+  }
+
+  /// 32-bit grids: `threads` below 2^31 - 256.
+  checker& grid(cuda::std::int64_t threads, const char* what) {
+    return require(threads < (cuda::std::int64_t(1) << 31) - 256, status::bad_shape,
+                   "%s = %" PRId64 " exceeds the kernel's 31-bit indexing", what, static_cast<std::int64_t>(threads));
+  }
+
+ private:
+  const char* entry_;
+  bool failed_ = false;
+  result result_{};
+};
+
+/// The status of a CUDA error met before or while launching: no_device for a machine without a
+/// usable GPU or driver, unsupported_architecture for a missing kernel image, cuda_error otherwise.
+inline result cuda_failure(cudaError_t err, const char* entry_point = "fp4fuse") {
+  (void)cudaGetLastError();  // the error is reported here, not left for the caller's next check
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || err == cudaErrorDevicesUnavailable) {
+    result r = result::with(status::no_device, "%s: no usable CUDA device (%s)", entry_point, cudaGetErrorString(err));
+    r.cuda = err;
+    return r;
+  }
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
+    result r = result::with(status::unsupported_architecture, "%s: this GPU has no kernel image in this build (%s); add its -gencode target",
+                            entry_point, cudaGetErrorString(err));
+    r.cuda = err;
+    return r;
+  }
+  result r = result::with(status::cuda_error, "%s: %s", entry_point, cudaGetErrorString(err));
+  r.cuda = err;
+  return r;
+}
+
 /// ok when the current device has an image of `kernel` in this build.
 template <class Kernel>
-inline result check_kernel_image(Kernel* kernel) {
+inline result check_kernel_image(Kernel* kernel, const char* entry_point = "fp4fuse") {
   cudaFuncAttributes attributes{};
   const cudaError_t err = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
-  if (err == cudaSuccess) {
-    return {};
-  }
-  (void)cudaGetLastError();  // the query's error is ours, not the caller's
-  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
-    return {status::unsupported_architecture, err};
-  }
-  return {status::cuda_error, err};
+  return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);
 }
 
 /// After a launch: ok, or the launch's CUDA error.
-inline result launch_result() {
+inline result launch_result(const char* entry_point = "fp4fuse") {
   const cudaError_t err = cudaGetLastError();
-  return err == cudaSuccess ? result{} : result{status::cuda_error, err};
+  return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);
+}
+
+/// Checks the kernel image, launches `kernel<<<blocks, threads, 0, stream>>>(args...)` and checks
+/// the launch: every standalone kernel starts this way, after its validation.
+template <class... Params, class... Args>
+inline result launch(void (*kernel)(Params...), cuda::std::int64_t blocks, int threads, cudaStream_t stream, const char* entry_point,
+                     Args&&... args) {
+  if (result r = check_kernel_image(kernel, entry_point); !r) return r;
+  kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(static_cast<Args&&>(args)...);
+  return launch_result(entry_point);
 }
 
 }  // namespace fp4fuse::detail

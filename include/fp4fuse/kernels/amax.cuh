@@ -8,11 +8,13 @@
 /// or `nan_policy::propagate` (any NaN makes the amax NaN, and then S = 1 by
 /// `nvfp4_global_encode_scale`). +-Inf gives amax Inf (and S = 1).
 #include <cub/block/block_reduce.cuh>
+#include <cuda/cmath>
 #include <cuda/functional>
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/kernel_support.cuh"
 #include "fp4fuse/global_scale.cuh"
+#include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/status.hpp"
 
 namespace fp4fuse {
@@ -40,17 +42,16 @@ FP4FUSE_HOST_DEVICE cuda::std::uint32_t magnitude_key(float x) {
 constexpr int amax_threads = 256;
 
 template <class NanPolicy, class T>
-__global__ void __launch_bounds__(amax_threads) amax_kernel(const T* __restrict__ in, fast_divmod vecs_per_row,
-                                                            cuda::std::int64_t ld, cuda::std::uint32_t total,
+__global__ void __launch_bounds__(amax_threads) amax_kernel(matrix_view<const T> in, fast_div vecs_per_row, cuda::std::uint32_t total,
                                                             cuda::std::uint32_t* __restrict__ amax_bits) {
   constexpr int V = vec_elems<T>;
   // One 16-byte load per thread and step: measured faster on the H200 than four (78% vs 65% of
   // copy bandwidth), with 2048 threads per SM keeping enough bytes in flight.
   cuda::std::uint32_t local = 0;
   for (cuda::std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const cuda::std::uint32_t row = vecs_per_row.div(i);
+    const cuda::std::uint32_t row = vecs_per_row(i);
     float x[V];
-    load_floats(in + row * ld + static_cast<cuda::std::int64_t>(i - row * vecs_per_row.divisor) * V, x);
+    load_floats(in.data + row * in.ld + static_cast<cuda::std::int64_t>(i - row * vecs_per_row.divisor) * V, x);
     FP4FUSE_UNROLL
     for (int j = 0; j < V; ++j) {
       const cuda::std::uint32_t k = magnitude_key<NanPolicy>(x[j]);
@@ -65,56 +66,56 @@ __global__ void __launch_bounds__(amax_threads) amax_kernel(const T* __restrict_
   }
 }
 
+/// A template (like every kernel in a header) so that several translation units can include it.
+template <int = 0>
 __global__ void global_scale_kernel(const float* amax, float* global_encode_scale) {
   *global_encode_scale = nvfp4_global_encode_scale(*amax);
 }
 
 }  // namespace detail
 
-/// Writes max |x| over a [rows, cols] matrix (leading dimension `ld` in elements) to `*amax`
-/// (device memory), and, if `global_encode_scale` is not null, S = nvfp4_global_encode_scale(amax)
-/// to it. Requirements: `in` 16-byte aligned, `cols` and `ld` multiples of 16 bytes / sizeof(T).
-/// rows * cols / (16 / sizeof(T)) must stay below 2^30 vectors (bad_shape otherwise). Two
-/// kernels and a memset on `stream`; no host synchronisation.
+/// Writes max |x| over a row-major matrix to `*amax` (device memory), and, if
+/// `global_encode_scale` is not null, S = nvfp4_global_encode_scale(amax) to it. Requirements:
+/// `in` 16-byte aligned, `in.cols` and `in.ld` whole numbers of 16-byte vectors (8 bf16/half, 4
+/// float), fewer than 2^30 vectors; `amax` (and S) 4-byte aligned. A memset and one or two kernels
+/// on `stream`; no host synchronisation. Validated before any CUDA call; on error nothing is
+/// written.
 /// \code
-/// fp4fuse::amax(x, M, K, K, d_amax, d_S, stream);   // then quantize reads d_S
+/// auto r = fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, d_amax, d_S, stream);  // then quantize reads d_S
 /// \endcode
 template <class NanPolicy = nan_policy::ignore, class T>
-result amax(const T* in, cuda::std::int64_t rows, cuda::std::int64_t cols, cuda::std::int64_t ld, float* amax,
-            float* global_encode_scale = nullptr, cudaStream_t stream = nullptr) {
-  static_assert(detail::is_supported_element<T>, "amax: input must be __nv_bfloat16, __half or float");
-  constexpr int V = detail::vec_elems<T>;
-  if (in == nullptr || amax == nullptr) return {status::null_pointer};
-  if (rows < 0 || cols < 0) return {status::bad_shape};
-  if (cols % V != 0) return {status::not_multiple_of_block};
-  if (!detail::is_aligned(in, 16) || !detail::is_aligned(amax, 4) ||
-      (global_encode_scale != nullptr && !detail::is_aligned(global_encode_scale, 4))) {
-    return {status::misaligned_pointer};
+result amax(const matrix_view<T>& in, float* amax, float* global_encode_scale = nullptr, cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::amax: the input must be __nv_bfloat16, __half or float");
+  constexpr int V = detail::vec_elems<E>;
+  detail::checker c("fp4fuse::amax");
+  c.matrix(in, "in", 0, V, V == 8 ? "16-byte vectors of 8 bf16/half elements" : "16-byte vectors of 4 floats");
+  c.not_null(amax, "amax");
+  c.aligned(amax, 4, "amax", "a float");
+  c.aligned(global_encode_scale, 4, "global_encode_scale", "a float");
+  const cuda::std::int64_t vecs = in.rows * (in.cols / V);
+  c.require(vecs < (cuda::std::int64_t(1) << 30), status::bad_shape, "in has %lld 16-byte vectors; at most 2^30 - 1 are supported",
+            static_cast<long long>(vecs));
+  if (!c) return c.outcome();
+  constexpr const char* entry = "fp4fuse::amax";
+  auto* kernel = &detail::amax_kernel<NanPolicy, E>;
+  if (result r = detail::check_kernel_image(kernel, entry); !r) return r;
+  int device = 0, sms = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return detail::cuda_failure(err, entry);
+  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); err != cudaSuccess) {
+    return detail::cuda_failure(err, entry);
   }
-  if (ld < cols || ld % V != 0) return {status::bad_leading_dimension};
-  auto* kernel = &detail::amax_kernel<NanPolicy, T>;
-  if (result r = detail::check_kernel_image(kernel); !r) return r;
-  if (const cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(float), stream); err != cudaSuccess) {
-    return {status::cuda_error, err};
-  }
-  const cuda::std::int64_t vecs = rows * (cols / V);
-  if (vecs >= (cuda::std::int64_t(1) << 30)) {
-    return {status::bad_shape};  // 32-bit indexing of 16-byte vectors
-  }
+  if (const cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(float), stream); err != cudaSuccess) return detail::cuda_failure(err, entry);
   if (vecs > 0) {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    const cuda::std::int64_t wanted = (vecs + detail::amax_threads - 1) / detail::amax_threads;
+    const cuda::std::int64_t wanted = cuda::ceil_div(vecs, cuda::std::int64_t{detail::amax_threads});
     const int grid = static_cast<int>(wanted < sms * 8 ? wanted : sms * 8);
-    kernel<<<grid, detail::amax_threads, 0, stream>>>(in, detail::fast_divmod(static_cast<cuda::std::uint32_t>(cols / V)), ld,
-                                                      static_cast<cuda::std::uint32_t>(vecs),
-                                                      reinterpret_cast<cuda::std::uint32_t*>(amax));
-    if (result r = detail::launch_result(); !r) return r;
+    kernel<<<grid, detail::amax_threads, 0, stream>>>(matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
+                                                      detail::fast_div(static_cast<cuda::std::uint32_t>(in.cols / V)),
+                                                      static_cast<cuda::std::uint32_t>(vecs), reinterpret_cast<cuda::std::uint32_t*>(amax));
+    if (result r = detail::launch_result(entry); !r) return r;
   }
   if (global_encode_scale != nullptr) {
-    detail::global_scale_kernel<<<1, 1, 0, stream>>>(amax, global_encode_scale);
-    return detail::launch_result();
+    return detail::launch(&detail::global_scale_kernel<>, 1, 1, stream, entry, static_cast<const float*>(amax), global_encode_scale);
   }
   return {};
 }

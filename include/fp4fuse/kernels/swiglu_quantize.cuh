@@ -1,7 +1,8 @@
 #pragma once
 /// \file kernels/swiglu_quantize.cuh
 /// Standalone gated activation + quantization: [M, 2I] gate/up (bfloat16/half/float) ->
-/// act(gate) * up as NVFP4/MXFP4 [M, I/2] + scales, or as compact bfloat16/half/float [M, I].
+/// act(gate) * up as NVFP4/MXFP4 [M, I/2] + scales (`swiglu_quantize`), or as a compact
+/// bfloat16/half/float [M, I] (`swiglu`).
 ///
 /// One thread per output block: the gate and up runs of the block are loaded with 16-byte
 /// streaming loads (for interleaved layouts with granules smaller than the block, one contiguous
@@ -9,43 +10,23 @@
 /// in registers. `intermediate::bf16` rounds act*up to bfloat16 before quantizing, bit for bit
 /// what a BF16 SwiGLU kernel followed by `quantize` produces (the peers' fused kernels do this);
 /// `intermediate::fp32` (the default) quantizes the fp32 product.
+#include <cuda/cmath>
+
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/kernel_support.cuh"
 #include "fp4fuse/format.cuh"
 #include "fp4fuse/gate_up_layout.cuh"
+#include "fp4fuse/intermediate.cuh"
 #include "fp4fuse/kernels/quantize.cuh"
+#include "fp4fuse/matrix_view.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/scale_layout.cuh"
 #include "fp4fuse/status.hpp"
 
 namespace fp4fuse {
 
-namespace intermediate {
-/// Quantize act(gate) * up straight from fp32 (the default, more accurate).
-struct fp32 {};
-/// Round act(gate) * up to bfloat16 first (bit parity with BF16 SwiGLU + quantize pipelines).
-struct bf16 {};
-}  // namespace intermediate
-
-/// Arguments of `swiglu_quantize` and `swiglu`. `cols` is I (the output width); the input row
-/// holds 2I gate/up columns. Leading dimensions: input in elements, output in bytes for packed
-/// FP4 and in elements for the compact `swiglu` output.
-template <class T>
-struct swiglu_args {
-  const T* input = nullptr;                    ///< [rows, ld_input] gate/up, 16-byte aligned
-  cuda::std::int64_t rows = 0;                 ///< M
-  cuda::std::int64_t cols = 0;                 ///< I, a multiple of the block size (16 for compact output)
-  cuda::std::int64_t ld_input = 0;             ///< >= 2I, a multiple of 16 bytes / sizeof(T)
-  void* output = nullptr;                      ///< packed E2M1 [rows, ld_output bytes], or compact [rows, ld_output elements]
-  /// Output leading dimension: bytes for packed FP4 (>= I/2, a multiple of 8 NVFP4 / 16 MXFP4),
-  /// elements for `swiglu` (>= I, a multiple of 16 bytes / sizeof(Out)).
-  cuda::std::int64_t ld_output = 0;
-  cuda::std::uint8_t* scales = nullptr;        ///< quantizing variants only
-  const float* global_encode_scale = nullptr;  ///< NVFP4 only
-};
-
 namespace detail {
-
 /// Loads the gate and up values of output columns [c0, c0 + N) as floats.
 template <class GateUp, class T, int N>
 FP4FUSE_DEVICE void load_gate_up(const T* __restrict__ row, cuda::std::int64_t c0, cuda::std::int64_t I, float (&gate)[N],
@@ -101,31 +82,32 @@ struct gate_up_blocks {
 };
 
 template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
-__global__ void __launch_bounds__(256, FP4FUSE_MIN_CTAS_PER_SM) swiglu_quantize_kernel(swiglu_args<T> a, Layout layout, Activation act,
-                                                              fast_divmod groups_per_row, cuda::std::uint32_t total) {
+__global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
+                                                              const float* global_encode_scale, Activation act, fast_div groups_per_row,
+                                                              cuda::std::uint32_t total) {
   thread_position pos;
   if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
     return;
   }
   gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, blocks_per_thread<Format>> source(
-      a.input + pos.row * a.ld_input, a.cols, act);
-  quantize_owned_blocks<Format>(layout, pos, a.scales, static_cast<cuda::std::uint8_t*>(a.output) + pos.row * a.ld_output,
-                                a.global_encode_scale, source);
+      gate_up.data + pos.row * gate_up.ld, out.cols(), act);
+  quantize_owned_blocks(out, pos, global_encode_scale, source);
 }
 
 template <class Out, class GateUp, class Activation, class T>
-__global__ void __launch_bounds__(256) swiglu_kernel(swiglu_args<T> a, Activation act, fast_divmod chunks_per_row, cuda::std::uint32_t total) {
+__global__ void __launch_bounds__(256) swiglu_kernel(matrix_view<const T> gate_up, matrix_view<Out> out, Activation act,
+                                                     fast_div chunks_per_row, cuda::std::uint32_t total) {
   constexpr int N = 16;
   const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) {
     return;
   }
-  const cuda::std::uint32_t row = chunks_per_row.div(idx);
+  const cuda::std::uint32_t row = chunks_per_row(idx);
   const cuda::std::uint32_t col = idx - row * chunks_per_row.divisor;
   float gate[N], up[N], h[N];
-  load_gate_up<GateUp>(a.input + row * a.ld_input, static_cast<cuda::std::int64_t>(col) * N, a.cols, gate, up);
+  load_gate_up<GateUp>(gate_up.data + row * gate_up.ld, static_cast<cuda::std::int64_t>(col) * N, out.cols, gate, up);
   activate<intermediate::fp32>(act, gate, up, h);
-  store_floats(static_cast<Out*>(a.output) + row * a.ld_output + col * N, h);
+  store_floats(out.data + row * out.ld + col * N, h);
 }
 
 template <class GateUp>
@@ -133,73 +115,80 @@ inline constexpr cuda::std::int64_t granule_of = 1;
 template <int G>
 inline constexpr cuda::std::int64_t granule_of<gate_up::interleaved<G>> = G;
 
+/// The gate/up input of an output I columns wide: [rows, 2I], 2I = gate_up.cols, I a multiple of
+/// the interleave granule.
 template <class GateUp, class T>
-inline result validate_gate_up_input(const swiglu_args<T>& a) {
-  // Interleaved rows must consist of whole granules.
-  if (a.cols > (cuda::std::int64_t(1) << 40) || a.cols % granule_of<GateUp> != 0) {
-    return {status::bad_shape};
-  }
-  return validate_input(a.input, a.ld_input, 2 * a.cols);
+inline void check_gate_up(checker& c, const matrix_view<T>& gate_up, cuda::std::int64_t rows, cuda::std::int64_t I) {
+  c.matrix(gate_up, "gate_up", 2, 2, "gate and up halves");
+  c.require(gate_up.rows == rows && gate_up.cols == 2 * I, status::bad_shape,
+            "gate_up is [%lld, %lld] but the output is [%lld, %lld]: gate_up must be [M, 2I] for an [M, I] output",
+            static_cast<long long>(gate_up.rows), static_cast<long long>(gate_up.cols), static_cast<long long>(rows),
+            static_cast<long long>(I));
+  c.require(I % granule_of<GateUp> == 0, status::not_multiple_of_block,
+            "the output width I = %lld must be a multiple of the gate/up granule G = %lld (gate_up::interleaved<G>)",
+            static_cast<long long>(I), static_cast<long long>(granule_of<GateUp>));
 }
 
 }  // namespace detail
 
 /// act(gate) * up quantized to NVFP4/MXFP4, on `stream`.
 ///
-/// Template parameters: the format (`format::nvfp4<Recipe>`, `format::mxfp4<Recipe>`), the scale
-/// layout, the gate/up layout (`gate_up::split_gate_first`, `split_up_first`, `interleaved<G>`),
-/// the activation (`activation::silu`, `swiglu_clamped`, `gelu_tanh`; passed by value, so runtime
-/// parameters such as alpha travel with it) and `intermediate::fp32` or `intermediate::bf16`.
-/// Numerics: each block bit-identical to the host composition of `Activation::apply` and
-/// `block_codec<Format>::quantize`. Validation as `quantize`; I must be a multiple of the block.
+/// Template parameters: the gate/up layout (`gate_up::split_gate_first`, `split_up_first`,
+/// `interleaved<G>`) and `intermediate::fp32` (default) or `intermediate::bf16`; the rest is
+/// deduced: the activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`; passed by value
+/// to the kernel, so runtime parameters such as alpha travel with it), the format and the scale
+/// layout from `out`. Numerics: each block bit-identical to the host composition of
+/// `Activation::apply` and `block_codec<Format>::quantize`. Requirements: `gate_up` [M, 2I]
+/// (16-byte aligned, ld a whole number of 16-byte vectors), `out` [M, I], I a multiple of the
+/// block size and of G; NVFP4's S in device memory (MXFP4: nullptr). Validated before any CUDA
+/// call; on error nothing is launched or written.
 /// \code
-/// fp4fuse::swiglu_args<__nv_bfloat16> a{gate_up, M, I, 2 * I, packed, I / 2, scales, d_S};
-/// auto r = fp4fuse::swiglu_quantize<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout_swizzled_128x4,
-///                                   fp4fuse::gate_up::interleaved<8>>(a, fp4fuse::activation::silu{}, stream);
+/// using L = fp4fuse::scale_layout::swizzled_128x4;
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, I / 2, scales, L{M, I / 16}};
+/// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out, d_S, stream);
 /// \endcode
-template <class Format, class Layout, class GateUp, class Intermediate = intermediate::fp32, class Activation, class T>
-result swiglu_quantize(const swiglu_args<T>& a, Activation act, cudaStream_t stream = nullptr) {
-  static_assert(detail::is_supported_element<T>, "swiglu_quantize: input must be __nv_bfloat16, __half or float");
-  if (result r = detail::validate_gate_up_input<GateUp>(a); !r) return r;
-  auto* out = static_cast<cuda::std::uint8_t*>(a.output);
-  if (result r = detail::validate_packed_output<Format>(out, a.ld_output, a.scales, a.global_encode_scale, a.rows, a.cols); !r) return r;
-  if (a.rows == 0) {
-    return {};
-  }
-  const Layout layout{a.rows, a.cols / Format::block_size};
+template <class GateUp, class Intermediate = intermediate::fp32, class T, class Activation, class Format, class Layout>
+result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, const quantized_matrix<Format, Layout>& out,
+                       const float* global_encode_scale, cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::swiglu_quantize: gate_up must be __nv_bfloat16, __half or float");
+  detail::checker c("fp4fuse::swiglu_quantize");
+  c.quantized(out, "out");
+  detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
+  c.template global_scale<Format>(global_encode_scale);
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  if (result r = detail::grid_extent(layout, detail::blocks_per_thread<Format>, groups_per_row, total); !r) return r;
-  auto* kernel = &detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, T>;
-  if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, layout, act, detail::fast_divmod(groups_per_row), total);
-  return detail::launch_result();
+  if (c) detail::grid_extent(c, out.layout, detail::blocks_per_thread<Format>, groups_per_row, total);
+  if (!c) return c.outcome();
+  if (out.rows() == 0) return {};
+  return detail::launch(&detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
+                        256, stream, "fp4fuse::swiglu_quantize", matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld},
+                        out, global_encode_scale, act, detail::fast_div(groups_per_row), total);
 }
 
 /// act(gate) * up as a compact [M, I] matrix of `Out` (bfloat16, half or float; rounded to nearest
-/// even from fp32), on `stream`. I must be a multiple of 16; `ld_output` is in elements and a
-/// multiple of 16 bytes / sizeof(Out); the output pointer 16-byte aligned.
+/// even from fp32), on `stream`. Requirements: `gate_up` [M, 2I] as for `swiglu_quantize`; `out`
+/// [M, I], 16-byte aligned, I a multiple of 16 and of G, `out.ld` a whole number of 16-byte vectors.
 /// \code
-/// fp4fuse::swiglu_args<__nv_bfloat16> a{gate_up, M, I, 2 * I, h, I};
-/// auto r = fp4fuse::swiglu<__nv_bfloat16, fp4fuse::gate_up::split_gate_first>(a, fp4fuse::activation::silu{});
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// auto r = fp4fuse::swiglu<fp4fuse::gate_up::split_gate_first>(gu, fp4fuse::activation::swiglu{},
+///                                                             fp4fuse::matrix_view<__nv_bfloat16>{h, M, I, I});
 /// \endcode
-template <class Out, class GateUp, class Activation, class T>
-result swiglu(const swiglu_args<T>& a, Activation act, cudaStream_t stream = nullptr) {
-  static_assert(detail::is_supported_element<T> && detail::is_supported_element<Out>,
-                "swiglu: element types must be __nv_bfloat16, __half or float");
-  if (result r = detail::validate_gate_up_input<GateUp>(a); !r) return r;
-  if (a.output == nullptr) return {status::null_pointer};
-  if (a.rows < 0 || a.cols <= 0) return {status::bad_shape};
-  if (a.cols % 16 != 0) return {status::not_multiple_of_block};
-  if (!detail::is_aligned(a.output, 16)) return {status::misaligned_pointer};
-  if (a.ld_output < a.cols || a.ld_output % detail::vec_elems<Out> != 0) return {status::bad_leading_dimension};
-  if (a.rows == 0) return {};
-  const cuda::std::int64_t chunks = a.cols / 16;
-  if (a.rows * chunks >= (cuda::std::int64_t(1) << 31) - 256) return {status::bad_shape};
-  const auto total = static_cast<cuda::std::uint32_t>(a.rows * chunks);
-  auto* kernel = &detail::swiglu_kernel<Out, GateUp, Activation, T>;
-  if (result r = detail::check_kernel_image(kernel); !r) return r;
-  kernel<<<(total + 255) / 256, 256, 0, stream>>>(a, act, detail::fast_divmod(static_cast<cuda::std::uint32_t>(chunks)), total);
-  return detail::launch_result();
+template <class GateUp, class T, class Activation, class Out>
+result swiglu(const matrix_view<T>& gate_up, const Activation& act, const matrix_view<Out>& out, cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E> && detail::is_supported_element<Out>,
+                "fp4fuse::swiglu: element types must be __nv_bfloat16, __half or float");
+  detail::checker c("fp4fuse::swiglu");
+  c.matrix(out, "out", 16, 16, "16 output columns per thread");
+  detail::check_gate_up<GateUp>(c, gate_up, out.rows, out.cols);
+  c.grid(out.rows * (out.cols / 16), "rows x 16-column chunks of the output");
+  if (!c) return c.outcome();
+  if (out.rows == 0) return {};
+  const auto total = static_cast<cuda::std::uint32_t>(out.rows * (out.cols / 16));
+  return detail::launch(&detail::swiglu_kernel<Out, GateUp, Activation, E>, cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::swiglu",
+                        matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, act,
+                        detail::fast_div(static_cast<cuda::std::uint32_t>(out.cols / 16)), total);
 }
 
 }  // namespace fp4fuse

@@ -1,5 +1,5 @@
 #pragma once
-/// \file epilogue/swiglu_nvfp4_mma.cuh
+/// \file epilogue/swiglu_quantize.cuh
 /// A GEMM epilogue step: a warp's `mma.sync` m16n8 f32 accumulators, whose columns are gate/up
 /// interleaved in granules of 8, go through the gated activation and out as packed E2M1 plus E4M3
 /// block scales, straight from registers (no BF16 tensor, no shared memory).
@@ -7,9 +7,11 @@
 /// Per row, 16 output columns form one NVFP4 block: 2 granules = 4 n8 tiles (gate, up, gate, up).
 /// Each lane holds 4 of the block's 16 activations (columns 2t, 2t+1, 8+2t, 8+2t+1 for
 /// t = lane % 4); the four lanes of a quad share the amax, scale and packing work of four blocks
-/// at a time (see `swiglu_nvfp4_mma_epilogue`, "How"). Numerics are
-/// exactly `block_codec<format::nvfp4<Recipe>>` on the block's activations: bit-identical to
-/// `swiglu_quantize` on the same fp32 gate/up values (tests/epilogue/swiglu_nvfp4_mma.cu).
+/// at a time (see `swiglu_quantize_mma_epilogue`, "How"). Numerics are exactly
+/// `block_codec<format::nvfp4<Recipe>>` on the block's activations: bit-identical to the
+/// standalone `swiglu_quantize` kernel on the same fp32 gate/up values
+/// (tests/epilogue/swiglu_quantize.cu). The epilogue takes the same descriptors as that kernel:
+/// the gate/up layout tag, the activation, the format (through its codec) and a `quantized_matrix`.
 #include <cuda/ptx>
 #include <cuda/std/type_traits>
 #include <cuda/std/utility>
@@ -17,25 +19,23 @@
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/epilogue/wgmma_fragment.cuh"
-#include "fp4fuse/kernels/swiglu_quantize.cuh"
+#include "fp4fuse/format.cuh"
+#include "fp4fuse/gate_up_layout.cuh"
+#include "fp4fuse/intermediate.cuh"
 #include "fp4fuse/nvfp4.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
 
 namespace fp4fuse {
 
-/// Where the epilogue writes: the packed [rows, cols / 2] E2M1 output, its scales, and the
-/// logical extent used for bounds checks (`cols` is I, the SwiGLU output width).
-template <class Layout>
-struct nvfp4_epilogue_output {
-  cuda::std::uint8_t* packed;      ///< [rows, ld_packed] bytes; 8-byte aligned rows
-  cuda::std::int64_t ld_packed;    ///< bytes between rows, a multiple of 8
-  cuda::std::uint8_t* scales;      ///< the scale tensor of `layout`
-  Layout layout;                   ///< scale layout built for {rows, cols / 16}
-  cuda::std::int64_t rows;         ///< M: rows at or beyond it are not written
-  cuda::std::int64_t cols;         ///< I, a multiple of 16: blocks at or beyond cols / 16 are not written
-};
-
 namespace detail {
+
+/// The largest magnitude of a lane's four activations of one NVFP4 block (NaN loses, as in
+/// `block_codec<format::nvfp4<R>>::block_amax`).
+FP4FUSE_DEVICE float amax_of_four(const float (&h)[4]) {
+  return max_num(max_num(max_num(max_num(0.0f, abs_float(h[0])), abs_float(h[1])), abs_float(h[2])), abs_float(h[3]));
+}
 
 /// True for scale layouts whose offset splits as `row_offset(row) + col_offset(col)` (both
 /// fp4fuse layouts): the epilogue then computes the row part once per row.
@@ -47,7 +47,7 @@ inline constexpr bool has_split_offset<Layout, cuda::std::void_t<decltype(cuda::
 
 /// Quad-collective (the 4 lanes t = lane % 4 of an mma row): lane t holds partial maxima a[j] of
 /// blocks j = 0..3; returns max over the quad of a[t] (block t's amax) in lane t. Reduce-scatter:
-/// 3 shuffles instead of the 8 of four all-reductions. NaN loses, as in `nvfp4_block_amax`.
+/// 3 shuffles instead of the 8 of four all-reductions. NaN loses, as in the NVFP4 codec's `block_amax`.
 FP4FUSE_DEVICE float quad_reduce_scatter_max(const float (&a)[4], int t) {
   const bool upper = (t & 2) != 0;  // lanes 2, 3 keep blocks 2, 3
   const float send0 = upper ? a[0] : a[2], send1 = upper ? a[1] : a[3];
@@ -106,21 +106,21 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
 /// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4. Warp-collective:
 /// all 32 lanes must call it with the same arguments (except `acc`).
 ///
+/// \tparam GateUp the GEMM's gate/up column layout: `gate_up::interleaved<8>` (the fragment then
+///         holds matching gate and up values in the same register of neighbouring n8 tiles)
 /// \tparam Tiles number of n8 accumulator tiles, a multiple of 4: the tile covers 8 * Tiles
-///         interleaved gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks.
-/// \param acc   the lane's fragments, `acc[n][r]` as `mma_m16n8_f32_fragment` maps them
-/// \param row0  output row of the tile's row 0
-/// \param col0  output (SwiGLU) column of the tile's first granule, a multiple of 16
-/// \param act   the gated activation (`activation::silu`, `swiglu_clamped`, `gelu_tanh`)
-/// \param quantizer the recipe's quantizer built from the global encode scale
-/// \param out   destination tensors and their logical extent
-/// Preconditions: gate/up interleaved by 8 (`gate_up::interleaved<8>`), col0 % 16 == 0. A layout
-/// needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset` as well
-/// (both fp4fuse layouts) the row's part of the offset is computed once per row.
-/// Packed bytes of rows >= out.rows or blocks >= out.cols / 16 are not written. Scale entries in
-/// the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers are
-/// written as 0x00: tiles covering round_up(rows, 128) x round_up(cols, 64) (swizzled layout)
-/// write the whole scale tensor, padding included.
+///         gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks.
+/// \param acc    the lane's fragments, `acc[n][r]` as `mma_m16n8_f32_fragment` maps them
+/// \param origin the tile's first output row and first gate/up column (a multiple of 32)
+/// \param act    the gated activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`)
+/// \param codec  the format's codec, built from the global encode scale S
+/// \param out    the quantized output [M, I] and its scale layout
+/// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset`
+/// as well (both fp4fuse layouts) the row's part of the offset is computed once per row.
+/// Packed bytes of rows >= out.rows() or blocks >= out.cols() / 16 are not written. Scale entries
+/// in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers
+/// are written as 0x00: tiles covering round_up(M, 128) x round_up(2I, 128) gate/up columns
+/// (swizzled layout) write the whole scale tensor, padding included.
 ///
 /// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
 /// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
@@ -128,23 +128,27 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
 /// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
 /// reduced in every lane instead, which takes fewer steps for one block.
 /// \code
-/// float acc[8][4];  // 16 x 64 gate/up tile from mma.sync
-/// fp4fuse::swiglu_nvfp4_mma_epilogue(acc, fp4fuse::activation::silu{}, q, row0, col0, out);
+/// // not compiled: inside a warp's epilogue, acc from 8 mma.sync m16n8 tiles (16 x 64 gate/up)
+/// fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, gate_up_col0},
+///                                                                          fp4fuse::activation::swiglu{}, codec, out);
 /// \endcode
-template <class Intermediate = intermediate::fp32, int Tiles, class Activation, class Recipe, class Layout>
-FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], const Activation& act,
-                                              const nvfp4_quantizer<Recipe>& quantizer, cuda::std::int64_t row0,
-                                              cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
-  static_assert(Tiles % 4 == 0, "swiglu_nvfp4_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
+template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
+FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
+                                                 const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
+                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>)");
+  static_assert(detail::is_nvfp4<Format>, "swiglu_quantize_mma_epilogue: the fragment form writes NVFP4 (format::nvfp4<Recipe>)");
+  static_assert(Tiles % 4 == 0, "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
   using frag = mma_m16n8_f32_fragment;
   constexpr int blocks = Tiles / 4;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
-  const cuda::std::int64_t first_block_col = col0 / 16;
+  const cuda::std::int64_t row0 = origin.row;
+  const cuda::std::int64_t first_block_col = origin.gate_up_col / 32;  // 32 gate/up columns per block
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
     const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
-    const bool row_inside = row < out.rows;
+    const bool row_inside = row < out.rows();
     const bool row_in_scales = row < out.layout.padded_rows();
     const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * 8;
     const cuda::std::int64_t scale_row = [&] {
@@ -180,23 +184,23 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
             }
           }
         }
-        partial_amax[j] = nvfp4_block_amax(h[j]);
+        partial_amax[j] = detail::amax_of_four(h[j]);
       }
       // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of
       // one block). Nibbles: bytes t and 4 + t of a block, columns (2t, 2t+1) and (8+2t, 8+2t+1).
       uint2 bytes;
-      nvfp4_block_scale own;
+      block_scale own;
       if (blocks - 4 * group == 1) {  // known at compile time once the loop is unrolled
         // A lone block (16-column tiles): all-reduce the amax, every lane computes the scale, gather.
         float amax = detail::max_num(partial_amax[0], __shfl_xor_sync(0xFFFFFFFFu, partial_amax[0], 1));
         amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
-        own = quantizer.block_scale(amax);
+        own = codec.scale_for(amax);
         const float scaled[4] = {h[0][0] * own.multiplier, h[0][1] * own.multiplier, h[0][2] * own.multiplier,
                                  h[0][3] * own.multiplier};
         bytes = detail::quad_gather_bytes(e2m1x4_encode(scaled), t);
       } else {
         // Lane t computes block 4 * group + t's scale and shares its multiplier with the quad.
-        own = quantizer.block_scale(detail::quad_reduce_scatter_max(partial_amax, t));
+        own = codec.scale_for(detail::quad_reduce_scatter_max(partial_amax, t));
         float multiplier[4];
         detail::quad_all_gather(own.multiplier, t, multiplier);
         cuda::std::uint32_t nibbles[4];
@@ -210,7 +214,7 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
       }
       const int block = 4 * group + t;
       const cuda::std::int64_t block_col = first_block_col + block;
-      const bool inside = row_inside && block_col < out.cols / 16;
+      const bool inside = row_inside && block_col < out.layout.scale_cols;
       if (block < blocks && inside) {
         *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
       }
@@ -231,29 +235,28 @@ FP4FUSE_DEVICE void swiglu_nvfp4_mma_epilogue(const float (&acc)[Tiles][4], cons
 
 /// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
 /// N = 2 * Registers). Warpgroup-collective: all 128 threads call it with the same arguments
-/// (except `acc`); each warp handles its 16 rows through `swiglu_nvfp4_mma_epilogue`, so the
+/// (except `acc`); each warp handles its 16 rows through `swiglu_quantize_mma_epilogue`, so the
 /// numerics, bounds checks and scale padding are exactly those of that function.
 ///
-/// \param acc   the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
-/// \param act   the gated activation
-/// \param quantizer the recipe's quantizer built from the global encode scale
-/// \param row0  output row of the warpgroup tile's row 0
-/// \param col0  output (SwiGLU) column of the tile's first granule, a multiple of 16
-/// \param out   destination tensors and their logical extent
-/// Preconditions: as `swiglu_nvfp4_mma_epilogue`; N a multiple of 32; warpgroups aligned to 4
+/// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
+/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 32)
+/// \param act    the gated activation
+/// \param codec  the format's codec, built from the global encode scale S
+/// \param out    the quantized output [M, I] and its scale layout
+/// Preconditions: as `swiglu_quantize_mma_epilogue`; N a multiple of 32; warpgroups aligned to 4
 /// warps of the block's linear thread index.
 /// \code
-/// float acc[128];  // wgmma m64n256k16: 64 rows x 256 gate/up columns = 128 SwiGLU columns
-/// fp4fuse::swiglu_nvfp4_wgmma_epilogue(acc, fp4fuse::activation::silu{}, q, m0, n0 / 2, out);
+/// // not compiled: inside a consumer warpgroup, acc from wgmma m64n256k16 (64 x 256 gate/up = 128 outputs)
+/// fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, n0}, fp4fuse::activation::swiglu{},
+///                                                                            codec, out);
 /// \endcode
-template <class Intermediate = intermediate::fp32, int Registers, class Activation, class Recipe, class Layout>
-FP4FUSE_DEVICE void swiglu_nvfp4_wgmma_epilogue(const float (&acc)[Registers], const Activation& act,
-                                                const nvfp4_quantizer<Recipe>& quantizer, cuda::std::int64_t row0,
-                                                cuda::std::int64_t col0, const nvfp4_epilogue_output<Layout>& out) {
-  static_assert(Registers % 16 == 0, "swiglu_nvfp4_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
+template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
+FP4FUSE_DEVICE void swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
+                                                   const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
   using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
-  swiglu_nvfp4_mma_epilogue<Intermediate>(frag::warp_tiles(acc), act, quantizer, row0 + 16 * frag::warp_in_warpgroup(),
-                                          col0, out);
+  swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
+                                                     act, codec, out);
 }
 
 }  // namespace fp4fuse

@@ -2,7 +2,7 @@
 // against the standalone swiglu_quantize kernel on the same fp32 gate/up values: packed bytes and
 // every byte of the scale tensor, its padding included, over outputs poisoned with non-zero bytes.
 #include <fp4fuse/epilogue/mma_fragment.cuh>
-#include <fp4fuse/epilogue/swiglu_nvfp4_mma.cuh>
+#include <fp4fuse/epilogue/swiglu_quantize.cuh>
 #include <fp4fuse/epilogue/wgmma_fragment.cuh>
 
 #include "../kernels/kernel_test_support.cuh"
@@ -34,8 +34,10 @@ TEST_CASE("mma_m16n8_f32_fragment: the 32 lanes x 4 registers cover the 16 x 8 t
 
 namespace {
 
-using layout_t = fp4fuse::scale_layout_swizzled_128x4;
-using output_t = fp4fuse::nvfp4_epilogue_output<layout_t>;
+using layout_t = fp4fuse::scale_layout::swizzled_128x4;
+using format_t = fp4fuse::format::nvfp4<>;
+using output_t = fp4fuse::quantized_matrix<format_t, layout_t>;
+using il8 = fp4fuse::gate_up::interleaved<8>;
 
 static_assert(poison != 0, "the outputs start non-zero, so zero scale padding must have been written");
 
@@ -62,11 +64,11 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
   float acc[kTiles][4];
   for (int n = 0; n < kTiles; ++n) {
     for (int r = 0; r < 4; ++r) {
-      acc[n][r] = load_or_zero(gate_up, out.rows, out.cols, row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
+      acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
     }
   }
-  const fp4fuse::nvfp4_quantizer<> q(*S);
-  fp4fuse::swiglu_nvfp4_mma_epilogue<Intermediate>(acc, act, q, row0, gu0 / 2, out);
+  const fp4fuse::block_codec<format_t> codec(*S);
+  fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
 }
 
 constexpr int kWgmmaN = 256;  // wgmma m64n256: 256 gate/up columns = 128 output columns = 8 blocks
@@ -89,10 +91,10 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
   float acc[wfrag::registers];
 #pragma unroll
   for (int i = 0; i < wfrag::registers; ++i) {
-    acc[i] = load_or_zero(gate_up, out.rows, out.cols, row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+    acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
   }
-  const fp4fuse::nvfp4_quantizer<> q(*S);
-  fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, q, row0, gu0 / 2, out);
+  const fp4fuse::block_codec<format_t> codec(*S);
+  fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
 }
 
 /// Counts differing bytes and reports the first few.
@@ -136,13 +138,11 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
       got_s(scale_bytes);
   d_gu.upload(gu.data(), gu.size() * 4);
   d_S.upload(&S, 4);
-  REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<fp4fuse::format::nvfp4<>, layout_t, fp4fuse::gate_up::interleaved<8>, Intermediate>(
-      fp4fuse::swiglu_args<float>{d_gu.as<float>(), rows, I, 2 * I, want_p.as<void>(), ld_packed, want_s.as<std::uint8_t>(),
-                                  d_S.as<float>()},
-      act)));
+  REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<il8, Intermediate>(
+      fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
+      output_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, d_S.as<float>())));
   FP4FUSE_TEST_LAUNCHED();
-  launch(d_gu.as<float>(), d_S.as<float>(),
-         output_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout, rows, I});
+  launch(d_gu.as<float>(), d_S.as<float>(), output_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout});
   FP4FUSE_TEST_LAUNCHED();
   const std::vector<unsigned char> want_scales = want_s.download();
   // The oracle: swiglu_quantize writes the padding as 0x00 over the poison.
@@ -166,20 +166,21 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
 /// must fall back to `offset(row, col)` per block.
 struct offset_only_layout {
   layout_t inner;
+  std::int64_t rows, scale_cols;  // the layout interface's shape
   __host__ __device__ std::int64_t padded_rows() const { return inner.padded_rows(); }
   __host__ __device__ std::int64_t padded_cols() const { return inner.padded_cols(); }
   __host__ __device__ std::int64_t offset(std::int64_t row, std::int64_t col) const { return inner.offset(row, col); }
 };
-static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout_swizzled_128x4>, "split offsets used");
-static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout_linear>, "split offsets used");
+static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout::swizzled_128x4>, "split offsets used");
+static_assert(fp4fuse::detail::has_split_offset<fp4fuse::scale_layout::linear>, "split offsets used");
 static_assert(!fp4fuse::detail::has_split_offset<offset_only_layout>, "offset() fallback used");
 
 template <class Intermediate, int kTiles, class Activation>
 void check_mma_offset_only(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
   INFO("layout with offset() only, mma tile: " << kTiles << " n8 tiles");
   check_against_swiglu_quantize<Intermediate>(rows, I, act, salt, [&](const float* gu, const float* S, const output_t& out) {
-    const fp4fuse::nvfp4_epilogue_output<offset_only_layout> wrapped{out.packed, out.ld_packed, out.scales,
-                                                                      offset_only_layout{out.layout}, out.rows, out.cols};
+    const fp4fuse::quantized_matrix<format_t, offset_only_layout> wrapped{
+        out.packed, out.ld_packed, out.scales, offset_only_layout{out.layout, out.layout.rows, out.layout.scale_cols}};
     const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
     const std::int64_t warps = out.layout.padded_rows() / 16 * tiles_per_row;
     mma_epilogue_kernel<kTiles, Intermediate><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, wrapped);
@@ -211,35 +212,35 @@ void check_wgmma(std::int64_t rows, std::int64_t I, const Activation& act, dim3 
 
 }  // namespace
 
-TEST_CASE("swiglu_nvfp4_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
+TEST_CASE("swiglu_quantize_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
   using fp4fuse::intermediate::bf16;
   using fp4fuse::intermediate::fp32;
   for (std::int64_t rows : {1, 16, 37, 130}) {
     for (std::int64_t I : {16, 32, 80, 96, 1040, 2048}) {
-      check_mma<fp32>(rows, I, fp4fuse::activation::silu{}, "epi silu");
+      check_mma<fp32>(rows, I, fp4fuse::activation::swiglu{}, "epi swiglu");
     }
   }
-  check_mma<bf16>(37, 96, fp4fuse::activation::silu{}, "epi bf16");
-  check_mma<bf16>(130, 1040, fp4fuse::activation::silu{}, "epi bf16");
+  check_mma<bf16>(37, 96, fp4fuse::activation::swiglu{}, "epi bf16");
+  check_mma<bf16>(130, 1040, fp4fuse::activation::swiglu{}, "epi bf16");
   check_mma<fp32>(130, 2880, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
   check_mma<fp32>(65, 80, fp4fuse::activation::swiglu_clamped{}, "epi gptoss");
-  check_mma<fp32>(16, 160, fp4fuse::activation::gelu_tanh{}, "epi gelu");
+  check_mma<fp32>(16, 160, fp4fuse::activation::geglu_tanh{}, "epi gelu");
   // 1, 3, 4, 5 and 6 blocks per warp tile: a lone block, a group without its fourth block, one
   // whole group, a group and a lone block, a group and a half.
   for (std::int64_t rows : {1, 37, 130}) {
     for (std::int64_t I : {16, 80, 96, 1040}) {
-      check_mma<fp32, 4>(rows, I, fp4fuse::activation::silu{}, "epi 1 block");
-      check_mma<fp32, 12>(rows, I, fp4fuse::activation::silu{}, "epi 3 blocks");
+      check_mma<fp32, 4>(rows, I, fp4fuse::activation::swiglu{}, "epi 1 block");
+      check_mma<fp32, 12>(rows, I, fp4fuse::activation::swiglu{}, "epi 3 blocks");
       check_mma<fp32, 16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "epi 4 blocks");
       check_mma<fp32, 20>(rows, I, fp4fuse::activation::swiglu_clamped{}, "epi 5 blocks");
-      check_mma<bf16, 24>(rows, I, fp4fuse::activation::silu{}, "epi 6 blocks");
+      check_mma<bf16, 24>(rows, I, fp4fuse::activation::swiglu{}, "epi 6 blocks");
     }
   }
-  check_mma_offset_only<fp32, 8>(130, 1040, fp4fuse::activation::silu{}, "epi offset only");
-  check_mma_offset_only<fp32, 4>(37, 80, fp4fuse::activation::silu{}, "epi offset only");
+  check_mma_offset_only<fp32, 8>(130, 1040, fp4fuse::activation::swiglu{}, "epi offset only");
+  check_mma_offset_only<fp32, 4>(37, 80, fp4fuse::activation::swiglu{}, "epi offset only");
 }
 
-TEST_CASE("swiglu_nvfp4_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical to swiglu_quantize, scale padding included",
+TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical to swiglu_quantize, scale padding included",
           "[gpu][epilogue]") {
   using fp4fuse::intermediate::bf16;
   using fp4fuse::intermediate::fp32;
@@ -247,8 +248,8 @@ TEST_CASE("swiglu_nvfp4_wgmma_epilogue [gpu]: m64n256 fragments, bit-identical t
   for (const dim3 block : {dim3(128), dim3(256), dim3(64, 4)}) {
     for (std::int64_t rows : {1, 64, 65, 130}) {
       for (std::int64_t I : {16, 80, 128, 1040}) {
-        check_wgmma<fp32>(rows, I, fp4fuse::activation::silu{}, block, "wgmma silu");
-        check_wgmma<bf16>(rows, I, fp4fuse::activation::silu{}, block, "wgmma silu bf16");
+        check_wgmma<fp32>(rows, I, fp4fuse::activation::swiglu{}, block, "wgmma silu");
+        check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu{}, block, "wgmma silu bf16");
         check_wgmma<fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss");
         check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss bf16");
       }
