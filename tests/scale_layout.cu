@@ -1,6 +1,8 @@
 // Scale-factor layouts: bijection onto the padded allocation, the reference formula, padding.
 #include <fp4fuse/scale_layout.cuh>
 
+#include <random>
+#include <type_traits>
 #include <vector>
 
 #include "test_support.hpp"
@@ -55,4 +57,93 @@ TEST_CASE("linear: row-major, no padding", "[scale_layout]") {
   CHECK(l.size_bytes() == 35);
   CHECK(l.offset(2, 3) == 17);
   CHECK_FALSE(l.is_padding(4, 6));
+}
+
+namespace {
+
+template <class Start>
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<Start>;
+using fp4fuse::scale_layout::expert_start::offset_bound;
+using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
+
+/// Routing counts with the edge cases every grouped kernel meets: empty experts, 1, 127, 128,
+/// 129 rows, and a random rest.
+std::vector<std::int32_t> routing_offsets(std::mt19937_64& g, int experts) {
+  const std::int32_t edge[] = {0, 1, 127, 128, 129, 0, 0, 255, 256, 3};
+  std::vector<std::int32_t> offsets{0};
+  for (int e = 0; e < experts; ++e) {
+    const std::int32_t c = e < 10 ? edge[e] : static_cast<std::int32_t>(g() % 300);
+    offsets.push_back(offsets.back() + c);
+  }
+  return offsets;
+}
+
+/// The two peers' start rows, written from their descriptions: vLLM's blockscale_offsets (prefix
+/// sums of round_up(count, 128)) and TensorRT-LLM's round_up(offset_e + e * 127, 128).
+template <class Start>
+std::int64_t reference_start(const std::vector<std::int32_t>& off, int e) {
+  if constexpr (std::is_same_v<Start, padded_prefix_sum>) {
+    std::int64_t s = 0;
+    for (int i = 0; i < e; ++i) s += (off[i + 1] - off[i] + 127) / 128 * 128;
+    return s;
+  } else {
+    return (off[e] + 127 * static_cast<std::int64_t>(e) + 127) / 128 * 128;
+  }
+}
+
+template <class Start>
+void check_grouped(const char* salt) {
+  auto g = fp4fuse_test::rng(salt);
+  for (int experts : {1, 2, 10, 33, 256}) {
+    for (std::int64_t kb : {1, 3, 4, 9, 128}) {
+      const std::vector<std::int32_t> off = routing_offsets(g, experts);
+      const std::int64_t capacity = off.back() + static_cast<std::int64_t>(g() % 50);  // room beyond the routed rows
+      const grouped<Start> l{capacity, kb, experts, off.data()};
+      INFO("E=" << experts << " scale cols " << kb << " routed " << off.back() << " capacity " << capacity);
+      REQUIRE(l.padded_rows() == (capacity + 127 * experts + 127) / 128 * 128);
+      REQUIRE(l.size_bytes() == l.padded_rows() * ((kb + 3) / 4 * 4));
+      std::vector<int> hits(static_cast<std::size_t>(l.size_bytes()), 0);
+      std::int64_t previous_end = 0;
+      for (int e = 0; e < experts; ++e) {
+        const auto b = l.expert(e);
+        REQUIRE(b.start_row == reference_start<Start>(off, e));
+        REQUIRE(b.start_row % 128 == 0);
+        REQUIRE(b.start_row >= previous_end);  // bands never overlap
+        REQUIRE(b.layout.rows == off[e + 1] - off[e]);
+        previous_end = b.start_row + b.layout.padded_rows();
+        REQUIRE(previous_end <= l.padded_rows());
+        for (std::int64_t r = off[e]; r < off[e + 1]; ++r) {
+          REQUIRE(l.expert_of(r) == e);
+          for (std::int64_t k = 0; k < kb; ++k) {
+            const std::int64_t o = l.offset(r, k);
+            REQUIRE(o == b.start_row * l.padded_cols() + b.layout.offset(r - off[e], k));
+            ++hits[static_cast<std::size_t>(o)];
+          }
+        }
+      }
+      // Every routed scale has its own byte; every other byte is padding.
+      std::int64_t data = 0;
+      for (int h : hits) {
+        REQUIRE(h <= 1);
+        data += h;
+      }
+      REQUIRE(data == off.back() * kb);
+      if (experts <= 33 && kb <= 9) {  // is_padding is O(E) per call
+        std::int64_t padding = 0;
+        for (std::int64_t r = 0; r < l.padded_rows(); ++r)
+          for (std::int64_t k = 0; k < l.padded_cols(); ++k) padding += l.is_padding(r, k);
+        REQUIRE(padding == l.size_bytes() - data);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("grouped swizzled 128x4, vLLM's padded prefix sums: per-expert bands, a bijection onto the routed scales", "[scale_layout]") {
+  check_grouped<padded_prefix_sum>("grouped prefix");
+}
+
+TEST_CASE("grouped swizzled 128x4, TensorRT-LLM's offset bound: per-expert bands, a bijection onto the routed scales", "[scale_layout]") {
+  check_grouped<offset_bound>("grouped bound");
 }

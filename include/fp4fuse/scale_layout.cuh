@@ -23,10 +23,34 @@
 ///   byte 496..511: rows m0+31, m0+63, m0+95, m0+127
 /// \endverbatim
 /// Positions with m >= M or k >= K/16 are padding and must hold 0x00: a GEMM reads them.
+///
+/// `scale_layout::grouped_swizzled_128x4<ExpertStart>`: the scales of a grouped (MoE) activation
+/// [rows, K] whose rows are sorted by expert (`expert_offsets[E + 1]`, prefix sums of the routing
+/// counts): each expert's scales form their own 128x4 swizzled block, padded to whole 128-row
+/// bands, starting at a 128-row boundary; the two peers' conventions for where expert e starts:
+/// \verbatim
+///   scale rows (each band = 128 rows x K' scale columns, swizzled as above)
+///   padded_prefix_sum (vLLM blockscale_offsets):      offset_bound (TensorRT-LLM, flashinfer):
+///     start_e = sum_{i<e} round_up(count_i, 128)        start_e = round_up(offset_e + 127 e, 128)
+///   +--------------------+ 0                          +--------------------+ 0
+///   | expert 0: 130 rows | 130 data + 126 pad         | expert 0: 130 rows |
+///   |                    |                            |                    |
+///   +--------------------+ 256                        +--------------------+ 256
+///   | expert 1: 0 rows   | (no band)                  | gap (expert 1: 0)  | 256 .. 384: no expert
+///   +--------------------+ 256                        +--------------------+ 384
+///   | expert 2: 5 rows   | 5 data + 123 pad           | expert 2: 5 rows   |
+///   +--------------------+ 384                        +--------------------+ 512
+///   | tail up to padded_rows(): no expert             | tail up to padded_rows()
+/// \endverbatim
+/// Both fit in padded_rows() = round_up(rows + 127 E, 128) rows for any routing (start_{e+1} >=
+/// start_e + round_up(count_e, 128) in both conventions), so the allocation is data-independent
+/// (CUDA graphs). Every byte that is not a scale of a routed row is padding and holds 0x00:
+/// expert padding, gaps and the tail.
 #include "fp4fuse/config.cuh"
 
 #include <cuda/cmath>
 #include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
 
 namespace fp4fuse::scale_layout {
 
@@ -108,6 +132,111 @@ struct swizzled_128x4 {
   /// True where (row, scale_col) lies in the padding (row >= rows or scale_col >= scale_cols).
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
     return row >= rows || scale_col >= scale_cols;
+  }
+};
+
+namespace expert_start {
+/// vLLM's `blockscale_offsets`: expert e's scale rows start at sum over i < e of
+/// round_up(count_i, 128) (data-dependent; the bands are contiguous).
+struct padded_prefix_sum {};
+/// TensorRT-LLM's and flashinfer's: expert e's scale rows start at round_up(offset_e + 127 e, 128)
+/// (computable from the expert's own token offset; gaps between bands are padding).
+struct offset_bound {};
+}  // namespace expert_start
+
+/// The scale tensor of a grouped (MoE) activation: per-expert 128x4 swizzled blocks (see the file
+/// comment for the picture). `expert_offsets` is read where the layout is used: host memory for
+/// host calls, device memory when the layout is passed to a kernel.
+/// \code
+/// using L = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+/// const L layout{capacity, I / 16, E, d_expert_offsets};
+/// cudaMalloc(&scales, layout.size_bytes());  // round_up(capacity + 127 E, 128) * round_up(I / 16, 4) bytes
+/// \endcode
+template <class ExpertStart>
+struct grouped_swizzled_128x4 {
+  static_assert(cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum> ||
+                    cuda::std::is_same_v<ExpertStart, expert_start::offset_bound>,
+                "grouped_swizzled_128x4<ExpertStart>: expert_start::padded_prefix_sum or expert_start::offset_bound");
+  /// Rows of the grouped matrix (the token capacity): expert_offsets[experts] <= rows.
+  cuda::std::int64_t rows;
+  /// K / block size: scale columns per row (unpadded).
+  cuda::std::int64_t scale_cols;
+  /// E, the number of experts.
+  cuda::std::int32_t experts;
+  /// [E + 1] prefix sums of the routing counts: expert e owns rows [offsets[e], offsets[e + 1]).
+  const cuda::std::int32_t* expert_offsets;
+
+  /// Rows per band and the padding granule of each expert's block.
+  static constexpr cuda::std::int64_t row_tile = swizzled_128x4::row_tile;
+
+  /// round_up(rows + 127 E, 128): enough for any routing under either convention.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
+    return cuda::round_up(rows + (row_tile - 1) * experts, row_tile);
+  }
+  /// K' = round_up(scale_cols, 4).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return cuda::round_up(scale_cols, swizzled_128x4::col_tile); }
+  /// padded_rows() * padded_cols() bytes.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
+
+  /// The first scale row of expert e from its token offset (expert_offsets[e]) and, for
+  /// padded_prefix_sum, the padded rows of the experts before it (sum over i < e of
+  /// round_up(count_i, 128)): what a kernel computes for all experts at once with a scan.
+  FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t start_row(cuda::std::int64_t e, cuda::std::int64_t token_offset,
+                                                                    cuda::std::int64_t padded_rows_before) {
+    if constexpr (cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum>) {
+      (void)e, (void)token_offset;
+      return padded_rows_before;
+    } else {
+      (void)padded_rows_before;
+      return cuda::round_up(token_offset + (row_tile - 1) * e, row_tile);
+    }
+  }
+
+  /// Expert e's block: its first scale row and its own 128x4 layout {count_e, scale_cols}; byte
+  /// (r, k) of the block, r < round_up(count_e, 128), is at `start_row * padded_cols() +
+  /// layout.offset(r, k)`. Reads expert_offsets[0..e+1] (O(e) for padded_prefix_sum: a
+  /// convenience for host code and tests; kernels scan all experts at once).
+  struct expert_block {
+    /// The expert's first scale row (a multiple of 128).
+    cuda::std::int64_t start_row;
+    /// The expert's own swizzled layout: {count_e, scale_cols}.
+    swizzled_128x4 layout;
+  };
+  /// Expert e's block (see `expert_block`).
+  FP4FUSE_HOST_DEVICE constexpr expert_block expert(cuda::std::int32_t e) const {
+    cuda::std::int64_t before = 0;
+    if constexpr (cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum>) {
+      for (cuda::std::int32_t i = 0; i < e; ++i) before += cuda::round_up(cuda::std::int64_t{expert_offsets[i + 1] - expert_offsets[i]}, row_tile);
+    }
+    return {start_row(e, expert_offsets[e], before), swizzled_128x4{expert_offsets[e + 1] - expert_offsets[e], scale_cols}};
+  }
+  /// The expert that owns token row `row` (binary search; row < expert_offsets[experts]).
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int32_t expert_of(cuda::std::int64_t row) const {
+    cuda::std::int32_t lo = 0, hi = experts;  // offsets[lo] <= row < offsets[hi]
+    while (hi - lo > 1) {
+      const cuda::std::int32_t mid = (lo + hi) / 2;
+      (expert_offsets[mid] <= row ? lo : hi) = mid;
+    }
+    return lo;
+  }
+  /// Byte offset of the scale of token row `row` (< expert_offsets[experts]), scale column k.
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
+    const cuda::std::int32_t e = expert_of(row);
+    const expert_block b = expert(e);
+    return b.start_row * padded_cols() + b.layout.offset(row - expert_offsets[e], scale_col);
+  }
+  /// True where scale-tensor row `scale_row` (< padded_rows()), column k holds no scale of a
+  /// routed row: expert padding, gaps between experts, the tail, or k >= scale_cols. O(E).
+  FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t scale_row, cuda::std::int64_t scale_col) const {
+    if (scale_col >= scale_cols) return true;
+    cuda::std::int64_t before = 0;
+    for (cuda::std::int32_t e = 0; e < experts; ++e) {
+      const cuda::std::int64_t count = expert_offsets[e + 1] - expert_offsets[e];
+      const cuda::std::int64_t start = start_row(e, expert_offsets[e], before);
+      if (scale_row >= start && scale_row < start + count) return false;
+      before += cuda::round_up(count, row_tile);
+    }
+    return true;
   }
 };
 
