@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Misuse that must not compile, and the sentence it must fail with: each case in
+tests/static_errors/cases.cu is compiled alone (-DCASE=N, nvcc -c for sm_90a); the compile must
+fail and its output must contain the case's expected static_assert text.
+
+usage: static_errors.py NVCC INCLUDE_DIR CASES_SOURCE
+"""
+import re
+import subprocess
+import sys
+import tempfile
+
+nvcc, include, source = sys.argv[1:4]
+text = open(source).read()
+# Cases: `#if CASE == N  // expect: <text>`
+cases = re.findall(r"#(?:el)?if CASE == (\d+)\s*//\s*expect:\s*(.+)", text)
+if not cases:
+    sys.exit("no cases found")
+failures = 0
+for number, expected in cases:
+    expected = expected.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nvcc, "-std=c++17", "-I", include, "-c", "-o", f"{tmp}/case.o", "-gencode", "arch=compute_90a,code=sm_90a",
+               f"-DCASE={number}", source]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode == 0:
+        print(f"FAIL case {number}: compiled, but must fail with: {expected}")
+        failures += 1
+    elif expected not in proc.stdout:
+        print(f"FAIL case {number}: failed without the expected sentence '{expected}':\n{proc.stdout}")
+        failures += 1
+    else:
+        print(f"ok   case {number}: {expected}")
+# The file without a case compiles: the cases fail for their own reason only.
+with tempfile.TemporaryDirectory() as tmp:
+    proc = subprocess.run([nvcc, "-std=c++17", "-I", include, "-c", "-o", f"{tmp}/none.o", "-gencode", "arch=compute_90a,code=sm_90a",
+                           "-DCASE=0", source], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        print(f"FAIL: the file without a case does not compile:\n{proc.stdout}")
+        failures += 1
+    else:
+        print("ok   CASE=0 compiles")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,39 @@
+// Misuse of fp4fuse that must fail to compile with a sentence that says what to do
+// (tests/static_errors.py compiles each case alone). CASE=0 is the valid baseline.
+#include <fp4fuse/fp4fuse.cuh>
+
+namespace fmt = fp4fuse::format;
+namespace recipe = fp4fuse::recipe;
+
+// Valid uses next to the cases, so that a failure is the case's own.
+using nvfp4_te = fp4fuse::block_codec<fmt::nvfp4<recipe::te_exact>>;
+using mxfp4_up = fp4fuse::block_codec<fmt::mxfp4<recipe::mx_round_up>>;
+static_assert(nvfp4_te::block_size == 16 && mxfp4_up::block_size == 32, "both codecs");
+static_assert(sizeof(fp4fuse::quantized_block<fmt::nvfp4<>>::packed) == 8 && sizeof(fp4fuse::quantized_block<fmt::mxfp4<>>::packed) == 16,
+              "the same block type shape for both formats");
+
+__global__ void epilogue_kernel(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[8][4] = {};
+  const fp4fuse::block_codec<fmt::nvfp4<>> codec(*S);
+#if CASE == 5  // expect: the fragment form needs gate and up interleaved by 8
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<1>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, codec, out);
+#else
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, codec, out);
+#endif
+}
+
+#if CASE == 1  // expect: fp4fuse::format::nvfp4<Recipe>: Recipe must be recipe::te_exact or recipe::vllm
+fp4fuse::block_codec<fmt::nvfp4<recipe::mx_ocp>> bad_nvfp4(1.0f);
+#elif CASE == 2  // expect: fp4fuse::format::mxfp4<Recipe>: Recipe must be recipe::mx_ocp or recipe::mx_round_up
+fp4fuse::block_codec<fmt::mxfp4<recipe::vllm>> bad_mxfp4;
+#elif CASE == 3  // expect: fp4fuse::block_codec<Format>: Format must be format::nvfp4<Recipe> or format::mxfp4<Recipe>
+fp4fuse::block_codec<float> not_a_format;
+#elif CASE == 4  // expect: fp4fuse::quantized_matrix<Format, Layout>: Format must be format::nvfp4<R> or format::mxfp4<R>
+fp4fuse::quantized_matrix<recipe::vllm, fp4fuse::scale_layout::linear> not_a_format_either;
+#elif CASE == 6  // expect: fp4fuse::quantize: the input must be __nv_bfloat16, __half or float
+void bad_input(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const int>{nullptr, 1, 16, 16}, out, nullptr);
+}
+#elif CASE == 7  // expect: grouped_swizzled_128x4<ExpertStart>: expert_start::padded_prefix_sum or expert_start::offset_bound
+fp4fuse::scale_layout::grouped_swizzled_128x4<int> bad_start{};
+#endif
