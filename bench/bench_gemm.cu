@@ -20,87 +20,12 @@
 
 #include "../examples/l1_gemm/l1_gemm.cuh"
 #include "bench_support.cuh"
-
-#define CHECK_CUBLAS(x)                                                               \
-  do {                                                                                \
-    cublasStatus_t s_ = (x);                                                          \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
-      std::fprintf(stderr, "%s:%d: %s -> cuBLAS status %d\n", __FILE__, __LINE__, #x, \
-                   static_cast<int>(s_));                                             \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cublaslt_gemm.cuh"
 
 namespace {
 
 using namespace bench;
 using act_t = fp4fuse::activation::swiglu;
-
-/// cuBLASLt D[T, N] = X[T, K] * W[N, K]^T in row-major terms, i.e. column-major
-/// D^T[N, T] = W^T(op T)[N, K] * X^T[K, T]; BF16 in and out, FP32 compute.
-struct cublas_gemm {
-  cublasLtHandle_t handle{};
-  cublasLtMatmulDesc_t desc{};
-  cublasLtMatrixLayout_t a{}, b{}, d{};
-  cublasLtMatmulAlgo_t algo{};
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = std::size_t(64) << 20;
-  int algorithms_tried = 0;
-
-  cublas_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int N, int K) {
-    CHECK_CUBLAS(cublasLtCreate(&handle));
-    CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, K, N, K));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, K, T, K));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, N, T, N));
-    CHECK_CUDA(cudaMalloc(&workspace, workspace_bytes));
-    cublasLtMatmulPreference_t pref{};
-    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                                      sizeof workspace_bytes));
-    cublasLtMatmulHeuristicResult_t results[16]{};
-    int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, pref, 16, results, &found));
-    CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (found == 0) {
-      std::fprintf(stderr, "cuBLASLt found no algorithm\n");
-      std::exit(1);
-    }
-    // The fastest of the heuristic's candidates, timed here.
-    double best = 1e30;
-    for (int i = 0; i < found; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      algo = results[i].algo;
-      const double t = time_us([&] { run(x, w, out); });
-      ++algorithms_tried;
-      if (t < best) {
-        best = t;
-        chosen = i;
-      }
-    }
-    if (algorithms_tried == 0) {
-      std::fprintf(stderr, "cuBLASLt: no usable algorithm among %d candidates\n", found);
-      std::exit(1);
-    }
-    algo = results[chosen].algo;
-  }
-  void run(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out) const {
-    const float alpha = 1.0f, beta = 0.0f;
-    CHECK_CUBLAS(cublasLtMatmul(handle, desc, &alpha, w, a, x, b, &beta, out, d, out, d, &algo, workspace, workspace_bytes, nullptr));
-  }
-  ~cublas_gemm() {
-    cublasLtMatrixLayoutDestroy(a);
-    cublasLtMatrixLayoutDestroy(b);
-    cublasLtMatrixLayoutDestroy(d);
-    cublasLtMatmulDescDestroy(desc);
-    cublasLtDestroy(handle);
-    cudaFree(workspace);
-  }
-  int chosen = 0;
-};
 
 std::string describe(const l1_gemm::sm90::launch_plan& p) {
   return std::string(p.pingpong == 1 ? "ping-pong" : "coop.") + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +

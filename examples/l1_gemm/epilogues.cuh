@@ -12,7 +12,11 @@
 // and nothing else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding
 // granule (an epilogue without it gets `warpgroup` called on such a tile instead).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
+// `with_bias<E>` adds a per-column bias to the accumulators before any of them (GPT-OSS).
 #include <cuda_bf16.h>
+
+#include <type_traits>
+#include <utility>
 
 #include <fp4fuse/fp4fuse.cuh>
 
@@ -125,6 +129,43 @@ struct swiglu_nvfp4 {
         out.scales[out.layout.offset(row, block_col)] = 0;
       }
     }
+  }
+};
+
+/// An epilogue `Inner` applied to acc + bias: `bias` holds one fp32 value per gate/up column (an
+/// expert's [2I] bias for GPT-OSS), read for the columns below `cols` only, and added to the
+/// accumulators in fp32 before the inner epilogue sees them (the activation then takes the biased
+/// gate and up). The wgmma form goes through the per-warp form.
+template <class Inner>
+struct with_bias {
+  Inner inner;
+  const float* bias;  ///< [cols], 8-byte aligned
+  index_t cols;       ///< gate/up columns (2I)
+
+  template <int Tiles>
+  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    float biased[Tiles][4];
+#pragma unroll
+    for (int n = 0; n < Tiles; ++n) {
+      // mma_m16n8_f32_fragment: c0, c2 at column 2 * (lane % 4), c1, c3 at the next one.
+      const index_t col = col0 + 8 * n + 2 * (lane % 4);
+      const float2 b = col < cols ? *reinterpret_cast<const float2*>(bias + col) : make_float2(0.0f, 0.0f);
+      biased[n][0] = acc[n][0] + b.x;
+      biased[n][1] = acc[n][1] + b.y;
+      biased[n][2] = acc[n][2] + b.x;
+      biased[n][3] = acc[n][3] + b.y;
+    }
+    inner.warp(biased, row0, col0);
+  }
+  template <int Registers>
+  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+    warpgroup_as_warps(*this, acc, row0, col0);
+  }
+  /// The inner epilogue's padding (a bias changes no padding).
+  template <int N>
+  __device__ __forceinline__ auto padding(index_t row0, index_t col0) const -> decltype(std::declval<const Inner&>().template padding<N>(row0, col0)) {
+    inner.template padding<N>(row0, col0);
   }
 };
 

@@ -1,0 +1,285 @@
+// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh) against what a PyTorch MoE runs today and
+// against the roofline, for DeepSeek-V3 (E = 256, top-8, H = 7168, I = 2048) and GPT-OSS-120B
+// (E = 128, top-4, H = 2880, I = 2880, bias, clamped SwiGLU), T in {64, 512, 4096, 32768} tokens,
+// uniform and skewed routing (moe_data.cuh: expert 0 gets about half of the tokens).
+//
+// In one run (scripts/bench_moe.sh): this program writes the routings, bench/torch_grouped_mm.py
+// times torch._grouped_mm on the same counts, and this program times, in the same process:
+//   - the fused grouped L1 (flow 3: one launch, NVFP4 out in the per-expert 128x4 layout);
+//   - fp4fuse::swiglu_quantize on the [routed, 2I] BF16 gate/up, which after torch._grouped_mm
+//     is the best unfused pipeline (its time is added to torch's);
+//   - the roofline: max(bytes of the experts that got tokens / copy bandwidth, FLOPs / cuBLAS's
+//     BF16 rate on an 8192^3 GEMM), both measured here.
+//
+//   bench_moe --routings-out FILE                       write the routings (no GPU needed)
+//   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
+//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed)
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../examples/l1_gemm/moe_data.cuh"
+#include "../examples/l1_gemm/moe_l1.cuh"
+#include "bench_support.cuh"
+#include "cublaslt_gemm.cuh"
+
+namespace {
+
+using namespace bench;
+using l1_gemm::moe::model;
+using l1_gemm::moe::routing;
+using start_t = fp4fuse::scale_layout::expert_start::offset_bound;
+
+struct config {
+  const model* m;
+  int T;
+  routing r;
+  std::string name() const {
+    return std::string(m->name) + " T=" + std::to_string(T) + " " + l1_gemm::moe::routing_name(r);
+  }
+  std::vector<std::int32_t> counts() const {
+    return l1_gemm::moe::route(T, m->experts, m->top_k, r, 0x5EED0000u + static_cast<unsigned>(T) * 2 + (r == routing::skewed));
+  }
+};
+
+std::vector<config> all_configs() {
+  std::vector<config> c;
+  for (const model* m : {&l1_gemm::moe::deepseek_v3, &l1_gemm::moe::gpt_oss_120b})
+    for (int T : {64, 512, 4096, 32768})
+      for (routing r : {routing::uniform, routing::skewed}) c.push_back({m, T, r});
+  return c;
+}
+
+/// torch_grouped_mm.py's output: name -> median us (absent: not measured or failed).
+std::vector<std::pair<std::string, double>> read_torch(const char* path, double& torch_copy_gbps) {
+  std::vector<std::pair<std::string, double>> out;
+  std::ifstream f(path);
+  if (!f) return out;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string s = ss.str();
+  const auto number_after = [&](std::size_t at) { return std::strtod(s.c_str() + s.find(':', at) + 1, nullptr); };
+  if (const std::size_t c = s.find("\"copy_gbps\""); c != std::string::npos) torch_copy_gbps = number_after(c);
+  for (std::size_t p = s.find("\"name\""); p != std::string::npos; p = s.find("\"name\"", p + 1)) {
+    const std::size_t q0 = s.find('"', s.find(':', p) + 1), q1 = s.find('"', q0 + 1);
+    const std::string name = s.substr(q0 + 1, q1 - q0 - 1);
+    const std::size_t end = s.find('}', q1);
+    const std::size_t t = s.find("\"grouped_mm_us\"", q1);
+    if (t != std::string::npos && t < end) out.emplace_back(name, number_after(t));
+  }
+  return out;
+}
+
+struct row {
+  std::string name, plan;
+  long long routed;
+  int active;
+  double roofline, fused, sq, torch, bf16_gemm;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* routings_out = nullptr;
+  const char* torch_path = nullptr;
+  const char* markdown = nullptr;
+  int only_model = -1, only_T = -1, only_routing = -1;
+  l1_gemm::sm90::grouped_plan forced{};
+  bool force = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--routings-out") routings_out = next();
+    else if (a == "--torch") torch_path = next();
+    else if (a == "--markdown") markdown = next();
+    else if (a == "--reps") g_reps = std::atoi(next());
+    else if (a == "--only") {
+      only_model = std::atoi(next());
+      only_T = std::atoi(next());
+      only_routing = std::atoi(next());
+    } else if (a == "--force") {
+      forced.block_m = std::atoi(next());
+      forced.block_n = std::atoi(next());
+      forced.cluster = std::atoi(next());
+      forced.pingpong = std::atoi(next()) != 0;
+      force = true;
+      if (!l1_gemm::sm90::valid(forced)) {
+        std::fprintf(stderr, "--force names no grouped kernel\n");
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<config> configs;
+  for (const config& c : all_configs()) {
+    const int mi = c.m == &l1_gemm::moe::deepseek_v3 ? 0 : 1;
+    if (only_model >= 0 && (mi != only_model || c.T != only_T || static_cast<int>(c.r) != only_routing)) continue;
+    configs.push_back(c);
+  }
+  if (routings_out != nullptr) {
+    std::ofstream f(routings_out);
+    f << "{\"configs\": [\n";
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const config& c = configs[i];
+      f << " {\"name\": \"" << c.name() << "\", \"experts\": " << c.m->experts << ", \"hidden\": " << c.m->hidden
+        << ", \"n\": " << 2 * c.m->inter << ", \"counts\": [";
+      const auto counts = c.counts();
+      for (std::size_t e = 0; e < counts.size(); ++e) f << (e ? ", " : "") << counts[e];
+      f << "]}" << (i + 1 < configs.size() ? "," : "") << "\n";
+    }
+    f << "]}\n";
+    std::printf("wrote %zu routings to %s\n", configs.size(), routings_out);
+    return 0;
+  }
+  if (!have_device("bench_moe")) return 0;
+  CHECK_CUDA(cudaMalloc(&g_flush, flush_bytes));
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+
+  // The two ceilings, measured in this run: device copy (read + write) and cuBLAS's BF16 rate.
+  double copy_gbps = 0, cublas_tflops = 0;
+  {
+    const std::size_t bytes = std::size_t(1) << 30;
+    void *src = nullptr, *dst = nullptr;
+    CHECK_CUDA(cudaMalloc(&src, bytes));
+    CHECK_CUDA(cudaMalloc(&dst, bytes));
+    CHECK_CUDA(cudaMemset(src, 1, bytes));
+    copy_gbps = 2.0 * bytes / (time_us([&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); }) * 1e-6) / 1e9;
+    CHECK_CUDA(cudaFree(src));
+    CHECK_CUDA(cudaFree(dst));
+    const int n = 8192;
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
+    CHECK_CUDA(cudaMalloc(&a, std::size_t(n) * n * 2));
+    CHECK_CUDA(cudaMalloc(&b, std::size_t(n) * n * 2));
+    CHECK_CUDA(cudaMalloc(&d, std::size_t(n) * n * 2));
+    fill_bf16<<<4096, 256>>>(a, std::size_t(n) * n, 1u, 1.0f);
+    fill_bf16<<<4096, 256>>>(b, std::size_t(n) * n, 2u, 1.0f);
+    CHECK_CUDA(cudaGetLastError());
+    const cublas_gemm g(a, b, d, n, n, n);
+    cublas_tflops = 2.0 * n * n * n / (time_us([&] { g.run(a, b, d); }) * 1e-6) / 1e12;
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+    CHECK_CUDA(cudaFree(d));
+  }
+  double torch_copy_gbps = 0;
+  const auto torch = torch_path != nullptr ? read_torch(torch_path, torch_copy_gbps) : std::vector<std::pair<std::string, double>>{};
+  std::printf("%s, device copy %.0f GB/s (torch measured %.0f), cuBLAS BF16 8192^3 %.0f TFLOP/s; median of %d runs, L2 flushed\n\n",
+              prop.name, copy_gbps, torch_copy_gbps, cublas_tflops, g_reps);
+
+  std::vector<row> rows;
+  const model* weights_for = nullptr;
+  __nv_bfloat16* w = nullptr;
+  float* bias = nullptr;
+  for (const config& c : configs) {
+    const model& m = *c.m;
+    const int E = m.experts, H = m.hidden, I = m.inter, N = 2 * I;
+    if (weights_for != &m) {
+      if (w != nullptr) CHECK_CUDA(cudaFree(w));
+      if (bias != nullptr) CHECK_CUDA(cudaFree(bias));
+      CHECK_CUDA(cudaMalloc(&w, std::size_t(E) * N * H * 2));
+      CHECK_CUDA(cudaMalloc(&bias, std::size_t(E) * N * 4));
+      const l1_gemm::moe::values v{0xC0FFEEu, H};
+      CHECK_CUDA(l1_gemm::moe::fill_device(w, std::size_t(E) * N * H, v, 1));
+      CHECK_CUDA(l1_gemm::moe::fill_device(bias, std::size_t(E) * N, v, 2));
+      weights_for = &m;
+    }
+    const std::vector<std::int32_t> counts = c.counts();
+    const std::vector<std::int32_t> offsets = l1_gemm::moe::offsets_of(counts);
+    const int routed = offsets.back();
+    int active = 0;
+    for (int k : counts) active += k > 0;
+    __nv_bfloat16 *x = nullptr, *gate_up = nullptr;
+    std::uint8_t *packed = nullptr, *scales = nullptr, *dense_scales = nullptr;
+    std::int32_t* d_offsets = nullptr;
+    float* S = nullptr;
+    const l1_gemm::moe::grouped_layout<start_t> layout{routed, I / 16, E, nullptr};
+    const fp4fuse::scale_layout::swizzled_128x4 dense_layout{routed, I / 16};
+    CHECK_CUDA(cudaMalloc(&x, std::size_t(routed) * H * 2));
+    CHECK_CUDA(cudaMalloc(&gate_up, std::size_t(routed) * N * 2));
+    CHECK_CUDA(cudaMalloc(&packed, std::size_t(routed) * I / 2));
+    CHECK_CUDA(cudaMalloc(&scales, static_cast<std::size_t>(layout.size_bytes())));
+    CHECK_CUDA(cudaMalloc(&dense_scales, static_cast<std::size_t>(dense_layout.size_bytes())));
+    CHECK_CUDA(cudaMalloc(&d_offsets, offsets.size() * 4));
+    CHECK_CUDA(cudaMalloc(&S, 4));
+    CHECK_CUDA(cudaMemcpy(d_offsets, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
+    const float S_host = 448.0f * 6.0f / 8.0f;  // timing only: any finite positive S
+    CHECK_CUDA(cudaMemcpy(S, &S_host, 4, cudaMemcpyHostToDevice));
+    CHECK_CUDA(l1_gemm::moe::fill_device(x, std::size_t(routed) * H, l1_gemm::moe::values{0xC0FFEEu, H}, 0));
+    CHECK_CUDA(l1_gemm::moe::fill_device(gate_up, std::size_t(routed) * N, l1_gemm::moe::values{0xBEEFu, 2 * H}, 0));
+
+    const l1_gemm::moe::inputs in{{x, routed, H, H}, w, m.bias ? bias : nullptr};
+    auto out = l1_gemm::moe::grouped_output<start_t>{packed, I / 2, scales, layout};
+    out.layout.expert_offsets = d_offsets;
+    const l1_gemm::sm90::grouped_plan* fp = force ? &forced : nullptr;
+    const l1_gemm::moe::global_scales gs{S, false};
+    const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, routed, N, N};
+    const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> dense_out{packed, I / 2, dense_scales,
+                                                                                                               dense_layout};
+    std::function<void()> fused, swiglu_q, bf16_gemm;
+    if (m.bias) {
+      const fp4fuse::activation::swiglu_clamped act{};
+      fused = [=] { CHECK_FP4(l1_gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
+    } else {
+      const fp4fuse::activation::swiglu act{};
+      fused = [=] { CHECK_FP4(l1_gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
+    }
+    bf16_gemm = [=] {
+      CHECK_FP4(l1_gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
+    };
+    const std::vector<double> t = time_round_robin({fused, swiglu_q, bf16_gemm});
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    double torch_us = 0;
+    for (const auto& [name, us] : torch)
+      if (name == c.name()) torch_us = us;
+    const double w_bytes = double(active) * N * H * 2;
+    const double flops = 2.0 * routed * N * H;
+    const double roofline = std::max(w_bytes / (copy_gbps * 1e9), flops / (cublas_tflops * 1e12)) * 1e6;
+    const l1_gemm::sm90::grouped_plan p = force ? forced : l1_gemm::sm90::plan_grouped(routed, E);
+    const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
+                             (p.cluster == 2 ? " cl2" : "");
+    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2]});
+    std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f\n",
+                c.name().c_str(), plan.c_str(), routed, active, roofline, t[0], t[0] / roofline, t[2], torch_us, t[1]);
+    std::fflush(stdout);
+    for (void* p2 : {static_cast<void*>(x), static_cast<void*>(gate_up), static_cast<void*>(packed), static_cast<void*>(scales),
+                     static_cast<void*>(dense_scales), static_cast<void*>(d_offsets), static_cast<void*>(S)})
+      CHECK_CUDA(cudaFree(p2));
+  }
+
+  std::string table = "| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
+                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused |\n"
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  char line[512];
+  for (const row& r : rows) {
+    const double pipeline = r.torch > 0 ? r.torch + r.sq : 0;
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s |\n", r.name.c_str(), r.plan.c_str(),
+                  r.routed, r.active, r.roofline, r.fused, r.fused / r.roofline, r.bf16_gemm,
+                  r.torch > 0 ? std::to_string(r.torch).substr(0, std::to_string(r.torch).find('.') + 2).c_str() : "-", r.sq,
+                  pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-");
+    table += line;
+  }
+  std::printf("\n%s", table.c_str());
+  if (markdown != nullptr) {
+    if (FILE* f = std::fopen(markdown, "w")) {
+      std::fprintf(f, "%s, device copy %.0f GB/s, cuBLAS BF16 8192^3 %.0f TFLOP/s, median of %d runs\n\n%s", prop.name, copy_gbps,
+                   cublas_tflops, g_reps, table.c_str());
+      std::fclose(f);
+    }
+  }
+  if (w != nullptr) CHECK_CUDA(cudaFree(w));
+  if (bias != nullptr) CHECK_CUDA(cudaFree(bias));
+  return 0;
+}

@@ -1,0 +1,208 @@
+#pragma once
+// The MoE layer's L1 over all experts in one launch, on the same sm_90a GEMM engine as the dense
+// example (sm90/, with the grouped schedule of sm90/grouped_schedule.cuh):
+//
+//   for every expert e:  D_e = X[offsets[e] : offsets[e+1], H] * W_e[2I, H]^T (+ bias_e)
+//
+// X holds the routed tokens sorted by expert (`expert_offsets[E + 1]`, prefix sums of the routing
+// counts, in device memory: the host never reads them); W is [E, 2I, H] with each expert's gate/up
+// rows interleaved by 8. The fused flow writes act(gate) * up as NVFP4: packed E2M1 rows
+// [rows, I / 2] at the token rows, and E4M3 scales in per-expert 128x4 swizzled blocks
+// (`fp4fuse::scale_layout::grouped_swizzled_128x4`, either peer's convention for where an expert
+// starts), every byte that is not a routed row's scale written 0x00. Flows 1 and 2 (BF16 out, then
+// the standalone kernel over all rows, dense scale layout) are there for comparison.
+//
+// A header to vendor with the rest of examples/l1_gemm/: it needs fp4fuse and an sm_90a target.
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+
+#include "l1_gemm.cuh"
+#include "sm90/grouped_launch.cuh"
+
+namespace l1_gemm::moe {
+
+using fp4fuse::status;
+
+/// What the grouped GEMM reads. The experts and their offsets come with the output (its scale
+/// layout holds them), or, for the BF16 flows, as arguments.
+struct inputs {
+  fp4fuse::matrix_view<const __nv_bfloat16> x;  ///< [rows, H] routed tokens sorted by expert, 16-byte aligned, ld == H
+  const __nv_bfloat16* w = nullptr;             ///< [E, 2I, H], gate/up rows interleaved by 8 per expert
+  const float* bias = nullptr;                  ///< optional [E, 2I] fp32, added to gate and up before the activation
+};
+
+/// The NVFP4 global encode scales: one for all experts (`per_expert` false, `scales[0]`) or one
+/// per expert (`scales[e]`), in device memory.
+struct global_scales {
+  const float* scales = nullptr;
+  bool per_expert = false;
+};
+
+template <class ExpertStart>
+using grouped_layout = fp4fuse::scale_layout::grouped_swizzled_128x4<ExpertStart>;
+template <class ExpertStart>
+using grouped_output = fp4fuse::quantized_matrix<format, grouped_layout<ExpertStart>>;
+
+/// The grouped epilogues: each binds one expert's part of the output (its rows, its scale block,
+/// its global scale and bias) to the dense epilogue of epilogues.cuh (`for_group`, called by the
+/// kernels per work unit through `sm90::detail::epilogue_for`).
+namespace epilogue {
+
+/// Flow 1: BF16 gate/up [rows, 2I] (+ bias).
+struct store_bf16 {
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
+  const float* bias;                        ///< [E, 2I] or null
+  template <bool Bias>
+  struct bound {
+    using type = std::conditional_t<Bias, with_bias<l1_gemm::store_bf16>, l1_gemm::store_bf16>;
+  };
+  __device__ __forceinline__ l1_gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
+  }
+};
+
+/// Flow 2: compact BF16 act(gate) * up [rows, I].
+template <class Activation>
+struct swiglu_bf16 {
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, I]
+  Activation act;
+  const float* bias;
+  __device__ __forceinline__ l1_gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act};
+  }
+};
+
+/// Flow 3: SwiGLU -> NVFP4 into the grouped layout.
+template <class ExpertStart, class Activation, class Intermediate = fp4fuse::intermediate::fp32>
+struct swiglu_nvfp4 {
+  grouped_output<ExpertStart> out;
+  global_scales scales;
+  Activation act;
+  const float* bias;
+  __device__ __forceinline__ l1_gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
+    using layout_t = grouped_layout<ExpertStart>;
+    const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_padded_row0);
+    const fp4fuse::quantized_matrix<format, layout> expert_out{out.packed + static_cast<index_t>(u.group_row0) * out.ld_packed,
+                                                               out.ld_packed, out.scales + start * out.layout.padded_cols(),
+                                                               layout{u.group_rows, out.layout.scale_cols}};
+    return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act};
+  }
+};
+
+/// Any of the three with the expert's bias where `bias` is set: `for_group` is what the kernels
+/// call. `Bias` is a compile-time choice (no bias, no cost).
+template <class Grouped, bool Bias>
+struct grouped {
+  Grouped g;
+  index_t gate_up_cols;  ///< 2I
+  using dense = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>()));
+  using type = std::conditional_t<Bias, with_bias<dense>, dense>;
+  __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
+    if constexpr (Bias) {
+      return {g.rows_of(u), g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols};
+    } else {
+      return g.rows_of(u);
+    }
+  }
+};
+
+}  // namespace epilogue
+
+namespace detail {
+
+/// The launch's shape from the inputs: H, 2I = N, E; `offsets` device memory.
+inline void check_inputs(fp4fuse::detail::checker& c, const inputs& in, index_t N, int experts, const std::int32_t* offsets) {
+  c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
+  c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
+            static_cast<long long>(in.x.ld), static_cast<long long>(in.x.cols));
+  c.not_null(in.w, "in.w");
+  c.aligned(in.w, 16, "in.w", "TMA");
+  c.aligned(in.bias, 8, "in.bias", "float2 loads");
+  c.not_null(offsets, "expert_offsets");
+  c.aligned(offsets, 4, "expert_offsets", "int32");
+  c.require(experts >= 1 && experts <= sm90::max_groups, status::bad_shape, "experts = %d must be in [1, %d]", experts, sm90::max_groups);
+  c.require(N >= 32 && N % 32 == 0, status::not_multiple_of_block, "2I = %lld must be a positive multiple of 32 (one NVFP4 block of gate/up)",
+            static_cast<long long>(N));
+  c.require(in.x.rows < (index_t(1) << 30) && in.x.cols < (index_t(1) << 20), status::bad_shape,
+            "in.x is [%lld, %lld]: at most 2^30 rows and 2^20 columns", static_cast<long long>(in.x.rows), static_cast<long long>(in.x.cols));
+  c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "experts * 2I = %lld exceeds 32-bit W row indexing",
+            static_cast<long long>(experts) * N);
+}
+
+}  // namespace detail
+
+/// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`): validates, then launches
+/// on the sm_90a engine (an sm_90 device with this build's sm_90a image is required).
+template <class Epilogue>
+fp4fuse::result grouped_gemm(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi,
+                             cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+  fp4fuse::detail::checker c("l1_gemm::moe::grouped_gemm");
+  detail::check_inputs(c, in, N, experts, offsets);
+  if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
+  if (!c) return c.outcome();
+  if (in.x.rows == 0) return {};
+  if (!l1_gemm::detail::wgmma_runs_here()) {
+    return fp4fuse::result::with(status::unsupported_architecture,
+                                 "l1_gemm::moe::grouped_gemm: needs an sm_90 GPU and an sm_90a image in this build");
+  }
+  return sm90::launch_grouped(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
+                              offsets, epi, stream, force_plan);
+}
+
+/// Flow 3, the fused grouped L1: act(gate + bias_g) * (up + bias_u) of every routed row as NVFP4
+/// into `out` (whose layout holds E, the offsets and the capacity). The whole scale tensor is
+/// written: it is cleared first (one memset on `stream`), then each expert's scales and in-band
+/// padding; packed rows at or beyond expert_offsets[E] are not written.
+template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
+fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
+                          cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+  fp4fuse::detail::checker c("l1_gemm::moe::run_fused");
+  c.quantized(out, "out");
+  c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
+            static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
+  c.not_null(S.scales, "S.scales (NVFP4 global encode scales, device memory)");
+  c.aligned(S.scales, 4, "S.scales", "float");
+  detail::check_inputs(c, in, 2 * out.cols(), out.layout.experts, out.layout.expert_offsets);
+  if (!c) return c.outcome();
+  if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
+    return fp4fuse::detail::cuda_failure(err, "l1_gemm::moe::run_fused");
+  }
+  const index_t N = 2 * out.cols();
+  using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
+  const nvfp4 e{out, S, act, in.bias};
+  return in.bias != nullptr
+             ? grouped_gemm(in, N, out.layout.experts, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
+             : grouped_gemm(in, N, out.layout.experts, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
+}
+
+/// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
+inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
+                                cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+  fp4fuse::detail::checker c("l1_gemm::moe::run_bf16");
+  c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
+  c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows must equal in.x.rows");
+  if (!c) return c.outcome();
+  const epilogue::store_bf16 e{gate_up, in.bias};
+  return in.bias != nullptr ? grouped_gemm(in, gate_up.cols, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, gate_up.cols},
+                                           stream, force_plan)
+                            : grouped_gemm(in, gate_up.cols, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, gate_up.cols},
+                                           stream, force_plan);
+}
+
+/// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row.
+template <class Activation>
+fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
+                                const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+  fp4fuse::detail::checker c("l1_gemm::moe::run_swiglu_bf16");
+  c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
+  c.require(h.rows == in.x.rows, status::bad_shape, "h.rows must equal in.x.rows");
+  if (!c) return c.outcome();
+  const index_t N = 2 * h.cols;
+  const epilogue::swiglu_bf16<Activation> e{h, act, in.bias};
+  return in.bias != nullptr
+             ? grouped_gemm(in, N, experts, offsets, epilogue::grouped<epilogue::swiglu_bf16<Activation>, true>{e, N}, stream, force_plan)
+             : grouped_gemm(in, N, experts, offsets, epilogue::grouped<epilogue::swiglu_bf16<Activation>, false>{e, N}, stream, force_plan);
+}
+
+}  // namespace l1_gemm::moe

@@ -1,0 +1,133 @@
+#pragma once
+// The grouped (MoE) GEMM's tile scheduler (schedule.cuh has the concept): group g, an expert,
+// owns the X rows [offsets[g], offsets[g + 1]) (tokens sorted by expert) and the W rows
+// [g * N, (g + 1) * N), and its output rows are its X rows. The offsets live in device memory and
+// the host never reads them: every CTA reads them at kernel start, scans the groups' tile counts in
+// shared memory, and walks the same sequence of work units, so a launch is independent of the
+// routing (one persistent grid, capturable in a CUDA graph and replayed with other counts).
+//
+// Unit order: group-major (the CTAs running at one time work on a few consecutive experts, whose
+// W they read from DRAM about once), and within a group the dense raster (M-blocks fastest in
+// groups of 8, so that a large expert's X stays in L2 while its W strips stream past). No K split:
+// a grouped launch has enough units to fill the chip.
+#include <cub/block/block_scan.cuh>
+#include <cuda/ptx>
+
+#include "plan.cuh"
+#include "schedule.cuh"
+
+namespace l1_gemm::sm90 {
+
+/// Groups a grouped launch can have: the scan keeps three int32 per group in shared memory.
+constexpr int max_groups = 1024;
+
+namespace detail {
+
+/// The group that owns unit `unit`: the last g with first_unit_row[g] * tiles_n <= unit, where
+/// first_unit_row is the exclusive prefix sum of the groups' unit rows (empty groups have none, so
+/// the search passes over them). Host and device, so the CPU tests check it.
+__host__ __device__ inline int group_of_unit(const std::int32_t* first_unit_row, int groups, int tiles_n, int unit) {
+  int lo = 0, hi = groups;  // first_unit_row[lo] * tiles_n <= unit < first_unit_row[hi] * tiles_n
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (first_unit_row[mid] * tiles_n <= unit ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace detail
+
+/// The grouped schedule. `arguments`: the device array of group offsets and the group count.
+struct grouped_schedule {
+  struct arguments {
+    const std::int32_t* offsets;  ///< [groups + 1], device memory: group g owns rows [offsets[g], offsets[g + 1])
+    int groups;                   ///< 1 .. max_groups
+  };
+
+  template <class Cfg, int Cluster>
+  struct cta {
+    int tiles_n, k_iters, splits, units, first, stride, rank, groups, n_cols;
+    const std::int32_t* row0;            ///< shared: offsets[g]
+    const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
+    const std::int32_t* padded_row0;     ///< shared: sum over i < g of round_up(rows_i, 128)
+
+    /// All 384 threads: each reads up to three groups' offsets, one block-wide scan gives every
+    /// group's first unit row and its first row in a concatenation padded to 128-row bands. A
+    /// routing that is not a prefix sum within [0, M] (decreasing offsets, or beyond the X rows)
+    /// traps: the output would be wrong, and no status can be returned from a kernel.
+    __device__ cta(const params& prm, const arguments& args, int /*splits: grouped launches do not split K*/) {
+      __shared__ std::int32_t s_row0[max_groups + 1], s_unit[max_groups + 1], s_padded[max_groups + 1];
+      using scan_t = cub::BlockScan<unsigned long long, threads>;
+      __shared__ typename scan_t::TempStorage scan_storage;
+      constexpr int per_thread = (max_groups + threads) / threads;  // covers index `groups` too
+      groups = args.groups;
+      // Per group: unit rows in the low word, 128-padded rows in the high word (both sums stay
+      // below 2^31: the launcher bounds M and the group count).
+      unsigned long long mine[per_thread], sum = 0;
+      const int base = static_cast<int>(threadIdx.x) * per_thread;
+#pragma unroll
+      for (int i = 0; i < per_thread; ++i) {
+        const int g = base + i;
+        mine[i] = 0;
+        if (g <= groups) {
+          const std::int32_t begin = args.offsets[g];
+          s_row0[g] = begin;
+          if (g < groups) {
+            const std::int32_t end = args.offsets[g + 1];
+            if (begin < 0 || end < begin || end > prm.M) __trap();  // not a routing of M rows
+            const int rows = end - begin;
+            const int tiles_m = (rows + Cfg::rows - 1) / Cfg::rows;
+            const unsigned long long unit_rows = static_cast<unsigned>((tiles_m + Cluster - 1) / Cluster);
+            const unsigned long long padded = static_cast<unsigned>((rows + 127) / 128 * 128);
+            mine[i] = unit_rows | (padded << 32);
+          }
+        }
+        sum += mine[i];
+      }
+      unsigned long long before = 0;
+      scan_t(scan_storage).ExclusiveSum(sum, before);
+#pragma unroll
+      for (int i = 0; i < per_thread; ++i) {
+        const int g = base + i;
+        if (g <= groups) {
+          s_unit[g] = static_cast<std::int32_t>(before & 0xFFFFFFFFu);
+          s_padded[g] = static_cast<std::int32_t>(before >> 32);
+        }
+        before += mine[i];
+      }
+      __syncthreads();
+      row0 = s_row0;
+      first_unit_row = s_unit;
+      padded_row0 = s_padded;
+      n_cols = prm.N;
+      tiles_n = (prm.N + Cfg::block_n - 1) / Cfg::block_n;
+      k_iters = (prm.K + block_k - 1) / block_k;
+      splits = 1;
+      units = s_unit[groups] * tiles_n;
+      first = static_cast<int>(blockIdx.x) / Cluster;
+      stride = static_cast<int>(gridDim.x) / Cluster;
+      rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
+    }
+
+    /// Unit `unit`: its group by binary search over the shared prefix sums, then the dense raster
+    /// within the group; with clusters a unit is a pair of the group's row blocks, CTA `rank`
+    /// taking 2 * pair + rank (beyond the group's rows for an odd last one: its epilogue writes
+    /// only the group's padding there).
+    __device__ work_unit at(int unit) const {
+      const int g = detail::group_of_unit(first_unit_row, groups, tiles_n, unit);
+      const int unit_rows = first_unit_row[g + 1] - first_unit_row[g];
+      work_unit u = detail::unit_at(unit - first_unit_row[g] * tiles_n, unit_rows, tiles_n, 1, k_iters);
+      u.tile = unit;  // no split-K workspace in grouped launches
+      u.m_blk = u.m_blk * Cluster + rank;
+      u.a_row = row0[g] + u.m_blk * Cfg::rows;
+      u.b_row = g * n_cols + u.n_blk * Cfg::block_n;
+      u.group = g;
+      u.group_row0 = row0[g];
+      u.group_rows = row0[g + 1] - row0[g];
+      u.group_padded_row0 = padded_row0[g];
+      return u;
+    }
+  };
+};
+
+}  // namespace l1_gemm::sm90
