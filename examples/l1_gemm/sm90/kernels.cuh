@@ -16,12 +16,15 @@
 
 namespace l1_gemm::sm90 {
 
+/// The cooperative kernel; `Schedule` (schedule.cuh) picks its work units, `sched_args` its
+/// host-side arguments (last, so that the other parameters keep their offsets whatever it holds).
 /// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
 /// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic. A ring slot
 /// is refilled only when the consumers of both CTAs have released it. No K split with clusters.
-template <int BlockM, int BlockN, int Cluster, class Epilogue>
+template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue>
 __global__ void __launch_bounds__(threads, 1)
-    gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi) {
+    gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
+                typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
   using cfg = config<BlockN, BlockM>;
@@ -29,7 +32,8 @@ __global__ void __launch_bounds__(threads, 1)
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
-  const detail::unit_schedule<cfg, Cluster> sched(prm, prm.splits);
+  // Constructed by all threads together, before the roles split (schedule.cuh).
+  const typename Schedule::template cta<cfg, Cluster> sched(prm, sched_args, prm.splits);
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
@@ -40,7 +44,7 @@ __global__ void __launch_bounds__(threads, 1)
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) detail::produce(ring, tma_x, tma_w, sched);
+    if (threadIdx.x == 0) detail::produce<cfg, Cluster>(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     constexpr int registers = cfg::registers;
@@ -58,9 +62,9 @@ __global__ void __launch_bounds__(threads, 1)
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
-    constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<Epilogue, cfg::consumer_n>;
+    constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
     for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
-      const detail::work_unit u = sched.at(unit);
+      const work_unit u = sched.at(unit);
       float acc[registers];
 #pragma unroll
       for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
@@ -88,11 +92,14 @@ __global__ void __launch_bounds__(threads, 1)
       detail::fence_accumulators(acc);
       if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
 
+      // The warpgroup's part of the tile, in rows of the unit's group (the epilogue's rows).
       const index_t row0 = static_cast<index_t>(u.m_blk) * BlockM + (cfg::consumers_split_n ? 0 : 64 * consumer);
       const index_t col0 = static_cast<index_t>(u.n_blk) * BlockN + (cfg::consumers_split_n ? consumer * cfg::consumer_n : 0);
       if (prm.splits > 1) {
-        if (row0 >= prm.M) {
-          // Rows wholly beyond M: every split's sum is 0; split 0 alone writes the scale padding.
+        if (row0 >= u.group_rows) {
+          // Rows wholly beyond the group's (M): the epilogue writes only the output's padding
+          // there, whatever the sums (every split's is 0 where TMA zero-filled X beyond M); split 0
+          // alone writes it.
           if (u.split != 0) continue;
         } else {
           // Publish this split's fragment, then the last split of the tile to arrive reduces.
@@ -122,18 +129,19 @@ __global__ void __launch_bounds__(threads, 1)
           }
         }
       }
-      epi.warpgroup(acc, row0, col0);
-      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(epi, acc, u, prm, row0, col0);
+      const auto& tile_epi = detail::epilogue_for(epi, u);
+      tile_epi.warpgroup(acc, row0, col0);
+      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, acc, u, prm, row0, col0);
     }
     if constexpr (helper_pads) {
       if (!active) {
         // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
         const float no_accumulators[registers] = {};  // padding() reads none
         for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
-          const detail::work_unit u = sched.at(unit);
+          const work_unit u = sched.at(unit);
           if (u.split != 0) continue;
-          detail::pad_beyond_tile<cfg, Cluster>(epi, no_accumulators, u, prm, static_cast<index_t>(u.m_blk) * BlockM,
-                                                static_cast<index_t>(u.n_blk) * BlockN);
+          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), no_accumulators, u, prm,
+                                                static_cast<index_t>(u.m_blk) * BlockM, static_cast<index_t>(u.n_blk) * BlockN);
         }
       }
     }
@@ -141,7 +149,7 @@ __global__ void __launch_bounds__(threads, 1)
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi;
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
   __trap();  // built for a target without wgmma: never write nothing silently
 #endif
 }
@@ -158,10 +166,11 @@ __global__ void __launch_bounds__(threads, 1)
 /// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
 /// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
 /// up to that many K steps without the tensor cores running dry; the stages they read are held.
-template <int Cluster, int InFlight, class Epilogue>
+/// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K.
+template <int Cluster, int InFlight, class Schedule, class Epilogue>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
-                         Epilogue epi) {
+                         Epilogue epi, typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
   static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
@@ -171,7 +180,7 @@ __global__ void __launch_bounds__(threads, 1)
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  const detail::unit_schedule<cfg, Cluster> sched(prm, 1);
+  const typename Schedule::template cta<cfg, Cluster> sched(prm, sched_args, 1);  // all threads together
   const int k_iters = sched.k_iters;
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
@@ -185,7 +194,7 @@ __global__ void __launch_bounds__(threads, 1)
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) detail::produce(ring, tma_x, tma_w, sched);
+    if (threadIdx.x == 0) detail::produce<cfg, Cluster>(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
@@ -199,7 +208,7 @@ __global__ void __launch_bounds__(threads, 1)
         detail::wait_parity(&order[consumer], turn_phase);
         turn_phase ^= 1;
       }
-      const detail::work_unit u = sched.at(unit);
+      const work_unit u = sched.at(unit);
       int stage = position % stages;
       std::uint32_t phase = static_cast<std::uint32_t>(position / stages) & 1u;
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
@@ -236,13 +245,14 @@ __global__ void __launch_bounds__(threads, 1)
         for (int d = 1; d <= InFlight && d <= k_iters; ++d) detail::release_slot<Cluster>(&ring.empty[(stage + stages - d) % stages]);
       }
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
-      epi.warpgroup(acc[0], row0, col0);
-      epi.warpgroup(acc[1], row0 + 64, col0);
+      const auto& tile_epi = detail::epilogue_for(epi, u);  // rows of the unit's group
+      tile_epi.warpgroup(acc[0], row0, col0);
+      tile_epi.warpgroup(acc[1], row0 + 64, col0);
     }
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi;
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
   __trap();
 #endif
 }

@@ -14,6 +14,7 @@
 
 #include "kernels.cuh"
 #include "plan.cuh"
+#include "schedule.cuh"
 #include "workspace.cuh"
 
 namespace l1_gemm::sm90 {
@@ -41,17 +42,19 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/// Launches one of the two kernels: tensor maps, shared-memory size, cluster shape, a persistent
-/// grid of at most the resident CTAs.
-template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Epilogue, int InFlight = 2>
-fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, int units, int device, int sms,
+/// Launches one of the two kernels with schedule `Schedule` (schedule.cuh): tensor maps,
+/// shared-memory size, cluster shape, a persistent grid of at most the resident CTAs. `units`:
+/// the schedule's units, or an upper bound where they depend on data (the grid's size only).
+template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Schedule, class Epilogue, int InFlight = 2>
+fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm,
+                             const typename Schedule::arguments& sched_args, int units, int device, int sms,
                              const Epilogue& epi, cudaStream_t stream) {
   using cfg = config<BlockN, BlockM>;
   auto* kernel = [] {
     if constexpr (Pingpong) {
-      return &gemm_pingpong_kernel<Cluster, InFlight, Epilogue>;
+      return &gemm_pingpong_kernel<Cluster, InFlight, Schedule, Epilogue>;
     } else {
-      return &gemm_kernel<BlockM, BlockN, Cluster, Epilogue>;
+      return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue>;
     }
   }();
   cudaLaunchConfig_t launch{};
@@ -97,7 +100,7 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
                  prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, units,
                  launch.gridDim.x, resident);
   }
-  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi);
+  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   return fp4fuse::detail::launch_result();
 }
@@ -139,12 +142,14 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     prm.counters = ws.counters;
   }
   const int u = lp.units;
+  const dense_schedule::arguments dense{};
   // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
   const auto clustered = [&](auto tile) {
     using shape = decltype(tile);
-    return lp.cluster == 2
-               ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, Epilogue, shape::in_flight>(x, w, prm, u, device, sms, epi, stream)
-               : launch_tiles<shape::m, shape::n, 1, shape::pingpong, Epilogue, shape::in_flight>(x, w, prm, u, device, sms, epi, stream);
+    return lp.cluster == 2 ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                 x, w, prm, dense, u, device, sms, epi, stream)
+                           : launch_tiles<shape::m, shape::n, 1, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                 x, w, prm, dense, u, device, sms, epi, stream);
   };
   if (lp.pingpong == 1) {
     return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});

@@ -7,7 +7,6 @@
 
 #include "plan.cuh"
 #include "ptx.cuh"
-#include "schedule.cuh"
 
 namespace l1_gemm::sm90 {
 namespace detail {
@@ -61,31 +60,31 @@ __device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empt
 }
 
 /// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
-/// into the ring. With clusters each CTA loads half of the W tile and multicasts it to both CTAs'
-/// slots (same offsets).
-template <class Cfg, int Cluster>
+/// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
+/// each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets).
+template <class Cfg, int Cluster, class Schedule>
 __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
-                                        const unit_schedule<Cfg, Cluster>& sched) {
+                                        const Schedule& sched) {
   using cfg = Cfg;
   constexpr int BlockN = cfg::block_n;
   int stage = 0;
   std::uint32_t phase = 0;
   for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
-    const work_unit u = sched.at(unit);
+    const auto u = sched.at(unit);  // a work_unit (schedule.cuh)
     for (int k = u.k_begin; k < u.k_end; ++k) {
       wait_parity(&r.empty[stage], phase ^ 1);
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                            &r.full[stage], cfg::stage_bytes);
-      const std::int32_t xc[2] = {k * block_k, u.m_blk * cfg::rows};
+      const std::int32_t xc[2] = {k * block_k, u.a_row};
       cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
                                       &tma_x, xc, &r.full[stage]);
       if constexpr (Cluster == 1) {
-        const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN};
+        const std::int32_t wc[2] = {k * block_k, u.b_row};
         cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
                                         &tma_w, wc, &r.full[stage]);
       } else {
         constexpr int half_rows = BlockN / 2;
-        const std::int32_t wc[2] = {k * block_k, u.n_blk * BlockN + sched.rank * half_rows};
+        const std::int32_t wc[2] = {k * block_k, u.b_row + sched.rank * half_rows};
         cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
                                         r.b + stage * cfg::b_stage_bytes + sched.rank * half_rows * 128, &tma_w, wc,
                                         &r.full[stage], static_cast<std::uint16_t>(0x3));
