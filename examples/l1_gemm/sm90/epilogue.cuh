@@ -66,8 +66,16 @@ __device__ __forceinline__ decltype(auto) epilogue_for(const Epilogue& epi, cons
 }
 
 /// The type of `epilogue_for`'s epilogue.
+template <class Epilogue, class = void>
+struct unit_epilogue_of {
+  using type = Epilogue;
+};
 template <class Epilogue>
-using unit_epilogue = std::decay_t<decltype(epilogue_for(std::declval<const Epilogue&>(), std::declval<const work_unit&>()))>;
+struct unit_epilogue_of<Epilogue, std::enable_if_t<has_for_group<Epilogue>>> {
+  using type = std::decay_t<decltype(std::declval<const Epilogue&>().for_group(int{}, index_t{}, index_t{}))>;
+};
+template <class Epilogue>
+using unit_epilogue = typename unit_epilogue_of<Epilogue>::type;
 
 /// The output's padding beyond a tile: the tiles cover round_up(M, BlockM) x round_up(N, BlockN),
 /// and with 64-row or 32-, 64- or 192-wide tiles that can end short of a multiple of 128.
