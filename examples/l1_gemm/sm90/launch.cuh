@@ -114,10 +114,13 @@ struct tile_shape {
 
 /// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
 /// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
-/// image. `force` overrides the plan (tests use it to cover every tile width and split).
+/// image. `force` overrides the plan (tests use it to cover every tile width and split). `ws`: the
+/// caller's split-K workspace (workspace.cuh), or null for the one kept for the device and
+/// stream; a launch that splits K while `stream` is being captured needs the caller's (the kept
+/// one may be freed when it grows, and a graph would keep its address), and is refused without.
 template <class Epilogue>
 fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
-                       cudaStream_t stream, const launch_plan* force = nullptr) {
+                       cudaStream_t stream, const launch_plan* force = nullptr, const workspace* ws = nullptr) {
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -129,39 +132,48 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   lp.cluster = cluster_for(lp, M);
   lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
-  if (lp.splits > 1) {
-    static workspace per_device[64];
-    static std::mutex ws_mutex;
-    if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
-    const std::lock_guard<std::mutex> lock(ws_mutex);
-    workspace& ws = per_device[device];
-    const int registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread
-    const std::size_t floats = static_cast<std::size_t>(tiles) * lp.splits * 2 * registers * 128;
-    if (const fp4fuse::result r = reserve_workspace(ws, floats, static_cast<std::size_t>(tiles) * 2, stream); !r) return r;
-    prm.partials = ws.partials;
-    prm.counters = ws.counters;
-  }
   const int u = lp.units;
   const dense_schedule::arguments dense{};
-  // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
-  const auto clustered = [&](auto tile) {
-    using shape = decltype(tile);
-    return lp.cluster == 2 ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
-                                 x, w, prm, dense, u, device, sms, epi, stream)
-                           : launch_tiles<shape::m, shape::n, 1, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
-                                 x, w, prm, dense, u, device, sms, epi, stream);
+  const auto run = [&] {
+    // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
+    const auto clustered = [&](auto tile) {
+      using shape = decltype(tile);
+      return lp.cluster == 2 ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                   x, w, prm, dense, u, device, sms, epi, stream)
+                             : launch_tiles<shape::m, shape::n, 1, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                   x, w, prm, dense, u, device, sms, epi, stream);
+    };
+    if (lp.pingpong == 1) {
+      return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
+    }
+    if (lp.block_m == 64) {
+      return lp.block_n == 128  ? clustered(tile_shape<64, 128>{})
+             : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
+                                : clustered(tile_shape<64, 32>{});
+    }
+    return lp.block_n == 256   ? clustered(tile_shape<128, 256>{})
+           : lp.block_n == 192 ? clustered(tile_shape<128, 192>{})
+                               : clustered(tile_shape<128, 128>{});
   };
-  if (lp.pingpong == 1) {
-    return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
+  if (lp.splits == 1) return run();
+  const workspace_size need = workspace::size_for(lp, M, N, K);
+  if (ws != nullptr) {
+    if (ws->partials == nullptr || ws->counters == nullptr) return {fp4fuse::status::null_pointer};
+    if (!ws->holds(need)) return {fp4fuse::status::bad_shape};  // too small for this problem's plan
+    prm.partials = ws->partials;
+    prm.counters = ws->counters;
+    return run();
   }
-  if (lp.block_m == 64) {
-    return lp.block_n == 128  ? clustered(tile_shape<64, 128>{})
-           : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
-                              : clustered(tile_shape<64, 32>{});
-  }
-  return lp.block_n == 256   ? clustered(tile_shape<128, 256>{})
-         : lp.block_n == 192 ? clustered(tile_shape<128, 192>{})
-                             : clustered(tile_shape<128, 128>{});
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (capture != cudaStreamCaptureStatusNone) return {fp4fuse::status::cuda_error, cudaErrorStreamCaptureUnsupported};
+  detail::stream_workspace* kept = nullptr;
+  if (const fp4fuse::result r = detail::cached_workspace(device, stream, &kept); !r) return r;
+  const std::lock_guard<std::mutex> lock(kept->mutex);  // until the kernel is queued
+  if (const fp4fuse::result r = detail::reserve_workspace(kept->ws, need, stream); !r) return r;
+  prm.partials = kept->ws.partials;
+  prm.counters = kept->ws.counters;
+  return run();
 }
 
 }  // namespace l1_gemm::sm90
