@@ -10,14 +10,17 @@
 // computes the tile, the second writes the output's padding); then each runs the epilogue on
 // its fragment while the producer already fills the ring with the next work unit's stages. In
 // the ping-pong kernel (large M) each consumer owns a whole 128 x 128 tile and the two alternate,
-// one's epilogue overlapping the other's mainloop. Tiles are visited M-fastest in groups of 8
-// M-blocks so that concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows
-// beyond M and N and columns beyond K; the epilogues bounds-check.
+// one's epilogue overlapping the other's mainloop. Which tiles a CTA runs is the tile scheduler's
+// choice, a template parameter of both kernels (sm90/schedule.cuh), so that a grouped (MoE) GEMM
+// can reuse them; the dense GEMM's visits tiles M-fastest in groups of 8 M-blocks so that
+// concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows beyond M and N and
+// columns beyond K; the epilogues bounds-check.
 //
 // Small M (decode) cannot fill 132 SMs with 128 x 256 tiles, so the launcher picks the tile shape
 // and a split of K that fill the chip (see `plan`). With K split, each split writes its FP32
 // fragment to a workspace and the last split of a tile to arrive (an atomic counter) sums all
 // splits in a fixed order, so the result does not depend on arrival order, and runs the epilogue.
+// The workspace is the caller's, or one kept per device and stream (sm90/workspace.cuh).
 //
 // TMA and mbarrier operations go through CCCL's cuda::ptx; wgmma and setmaxnreg, which it does
 // not wrap, are written as PTX (sm90/ptx.cuh). Compiled for any other target the kernel traps.

@@ -1,6 +1,6 @@
 #pragma once
-// The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance, and the
-// dispatch of a plan to its instance.
+// The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance with a
+// schedule, and the dispatch of a plan to its instance with its split-K workspace.
 #include <cuda.h>          // CUtensorMap (types only: the driver entry point is fetched at run time)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 

@@ -1,8 +1,9 @@
 #pragma once
 // PTX that CCCL's cuda::ptx does not wrap, for the sm_90a GEMM: wgmma and its fences, the
 // shared-memory matrix descriptors, setmaxnreg, mapa and remote mbarrier arrives, named barriers,
-// the tensor-map prefetch, the parity wait; and the warp-uniform thread identities the mainloop
-// derives its ring positions from.
+// the tensor-map prefetch; and helpers as close to the hardware: the mbarrier parity wait (a
+// loop on cuda::ptx's try_wait) and the warpgroup identities the compiler keeps in uniform
+// registers, from which the mainloop derives its ring positions.
 #include <cuda.h>  // CUtensorMap
 
 #include <cuda/ptx>
