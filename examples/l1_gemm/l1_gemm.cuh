@@ -122,15 +122,17 @@ inline engine resolve(engine e) {
 
 /// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi`. Errors: null/misaligned pointers, shapes,
 /// `unsupported_architecture` (wgmma asked for where it cannot run). Nothing is launched on error.
-/// `force_plan` (wgmma only) replaces the automatic choice of tile width and K split.
+/// `force_plan` (wgmma only) replaces the automatic choice of tile width and K split;
+/// `workspace` (wgmma only) is the caller's split-K workspace (sm90/workspace.cuh).
 template <class Epilogue>
 fp4fuse::result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi, engine e,
-                     cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr) {
+                     cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr,
+                     const sm90::workspace* workspace = nullptr) {
   if (const fp4fuse::result v = detail::validate_gemm(x, w, M, N, K); !v) return v;
   if (const fp4fuse::result v = sm90::validate_plan(force_plan); !v) return v;
   const bool wgmma_here = e != engine::mma_sync && detail::wgmma_runs_here();
   if (e == engine::wgmma && !wgmma_here) return {fp4fuse::status::unsupported_architecture};
-  return wgmma_here ? sm90::launch(x, w, M, N, K, epi, stream, force_plan) : mma::launch(x, w, M, N, K, epi, stream);
+  return wgmma_here ? sm90::launch(x, w, M, N, K, epi, stream, force_plan, workspace) : mma::launch(x, w, M, N, K, epi, stream);
 }
 
 namespace detail {

@@ -78,6 +78,28 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
 }
 
+TEST_CASE("L1 example: the sm_90a split-K workspace sizes", "[examples]") {
+  using l1_gemm::sm90::workspace;
+  const l1_gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
+  // 128 x 512: 4 tiles of 128 x 128, 2 consumers of 64 accumulators per thread, 4 splits.
+  const l1_gemm::sm90::workspace_size need = workspace::size_for(split4, 128, 512, 8192);
+  CHECK(need.partial_floats == std::size_t(4) * 4 * 2 * 64 * 128);
+  CHECK(need.counter_count == 8);
+  CHECK(workspace::size_for(split4, 128, 512, 128).partial_floats == std::size_t(4) * 2 * 2 * 64 * 128);  // 2 K blocks: 2 splits
+  CHECK(workspace::size_for(split4, 128, 512, 64).counter_count == 0);  // 1 K block: no split, no workspace
+  CHECK(workspace::size_for(l1_gemm::sm90::launch_plan{128, 1, 0, 1, 0}, 128, 512, 8192).partial_floats == 0);
+  // 64 x 32 tiles, 3 splits, 37 x 200: 7 tiles of one consumer with 16 accumulators (both slots kept).
+  const l1_gemm::sm90::workspace_size decode = workspace::size_for(l1_gemm::sm90::launch_plan{32, 3, 0, 1, 0, 0, 64}, 37, 200, 80 * 64);
+  CHECK(decode.partial_floats == std::size_t(7) * 3 * 2 * 16 * 128);
+  CHECK(decode.counter_count == 14);
+  float partial = 0;
+  unsigned counter = 0;
+  CHECK_FALSE(workspace{}.holds(need));
+  CHECK(workspace{&partial, &counter, need.partial_floats, need.counter_count}.holds(need));
+  CHECK_FALSE(workspace{&partial, &counter, need.partial_floats, need.counter_count - 1}.holds(need));
+  CHECK(workspace{}.holds(l1_gemm::sm90::workspace_size{}));
+}
+
 TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
   // Fake, aligned, never dereferenced pointers: every case below fails validation, which runs on
   // the host before the engine is resolved or anything is launched (so this runs without a GPU).
@@ -325,6 +347,168 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   for (const auto& plan : plans) {
     for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
   }
+}
+
+namespace {
+
+/// The plan of the split-K workspace tests: 128 x 128 tiles, K split 4 ways, no cluster.
+const l1_gemm::sm90::launch_plan split_plan{128, 4, 0, 1, 0};
+
+/// A GEMM for the split-K workspace tests: random X [M, K] and W [N, K] on the device, and room
+/// for `outputs` BF16 outputs [M, N] side by side (poisoned).
+struct split_problem {
+  int M, N, K;
+  l1_gemm::host::inputs in;
+  device_buffer x, w, out;
+  split_problem(int M_, int N_, int K_, int outputs, const char* salt)
+      : M(M_), N(N_), K(K_), in(M_, K_, N_ / 2, rng(salt)()), x(in.x.size() * 2), w(in.w.size() * 2),
+        out(static_cast<std::size_t>(outputs) * M_ * N_ * 2) {
+    x.upload(in.x.data(), in.x.size() * 2);
+    w.upload(in.w.data(), in.w.size() * 2);
+  }
+  /// The GEMM into output `i` on `stream`.
+  fp4fuse::result run(int i, cudaStream_t stream, const l1_gemm::sm90::workspace* ws = nullptr) const {
+    __nv_bfloat16* o = out.as<__nv_bfloat16>() + static_cast<std::size_t>(i) * M * N;
+    return l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, l1_gemm::store_bf16{o, N, M, N},
+                         l1_gemm::engine::wgmma, stream, &split_plan, ws);
+  }
+  /// How many of outputs 0 .. count - 1 differ in any bit from output `reference`.
+  int differing(int count, int reference) const {
+    const std::vector<unsigned char> all = out.download();
+    const std::size_t bytes = static_cast<std::size_t>(M) * N * 2;
+    const auto at = [&](int i) { return all.begin() + static_cast<std::ptrdiff_t>(bytes * i); };
+    int bad = 0;
+    for (int i = 0; i < count; ++i) bad += !std::equal(at(i), at(i) + static_cast<std::ptrdiff_t>(bytes), at(reference));
+    return bad;
+  }
+  /// True when output `i` was written (is not all poison).
+  bool written(int i) const {
+    const std::vector<unsigned char> all = out.download();
+    const std::size_t bytes = static_cast<std::size_t>(M) * N * 2;
+    return !std::all_of(all.begin() + static_cast<std::ptrdiff_t>(bytes * i), all.begin() + static_cast<std::ptrdiff_t>(bytes * (i + 1)),
+                        [](unsigned char c) { return c == poison; });
+  }
+};
+
+/// Two non-blocking streams, destroyed at scope exit.
+struct stream_pair {
+  cudaStream_t a = nullptr, b = nullptr;
+  stream_pair() {
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  }
+  ~stream_pair() {
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][examples]") {
+  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+    WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
+    return;
+  }
+  // Two problems, each split 4 ways (16 and 24 CTAs: both fit on the chip at once), launched in
+  // turn on two streams, 50 times each without waiting, each launch into its own output; every
+  // output must equal, bit for bit, that problem's launch run alone (the splits are summed in a
+  // fixed order). With one workspace per device, as `launch` kept before, this fails: tile t of
+  // both problems uses the same partial slots and arrival counters, so while the two kernels run
+  // side by side one's splits count towards the other's arrivals (a split finds itself last before
+  // its own tile's other splits have written, and sums the other problem's fragments), and a
+  // counter reset by one kernel drops the other's arrivals (that tile is never summed and keeps
+  // its poison). With a workspace per stream, each kernel counts only its own splits.
+  constexpr int pairs = 50;
+  split_problem a(128, 512, 16384, pairs + 1, "l1 split-K a"), b(192, 384, 12288, pairs + 1, "l1 split-K b");
+  REQUIRE(static_cast<bool>(a.run(pairs, nullptr)));  // the references, one at a time
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  REQUIRE(static_cast<bool>(b.run(pairs, nullptr)));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  REQUIRE(a.written(pairs));
+  REQUIRE(b.written(pairs));
+  {
+    const stream_pair s;
+    for (int i = 0; i < pairs; ++i) {
+      REQUIRE(static_cast<bool>(a.run(i, s.a)));
+      REQUIRE(static_cast<bool>(b.run(i, s.b)));
+    }
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  }
+  CHECK(a.differing(pairs, pairs) == 0);
+  CHECK(b.differing(pairs, pairs) == 0);
+  CHECK((a.out.guard_intact() && b.out.guard_intact()));
+}
+
+TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams and in a CUDA graph", "[gpu][examples]") {
+  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+    WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
+    return;
+  }
+  using l1_gemm::sm90::workspace;
+  constexpr int pairs = 20;
+  split_problem a(128, 512, 16384, pairs + 1, "l1 split-K own a"), b(192, 384, 12288, pairs + 1, "l1 split-K own b");
+  REQUIRE(static_cast<bool>(a.run(pairs, nullptr)));  // the references, with the workspace `launch` keeps
+  REQUIRE(static_cast<bool>(b.run(pairs, nullptr)));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+
+  // One workspace per problem, sized for its plan; its owner (this test) zeroes the counters once.
+  const l1_gemm::sm90::workspace_size need_a = workspace::size_for(split_plan, a.M, a.N, a.K);
+  const l1_gemm::sm90::workspace_size need_b = workspace::size_for(split_plan, b.M, b.N, b.K);
+  REQUIRE(need_a.counter_count > 0);
+  REQUIRE(need_b.counter_count > 0);
+  device_buffer partials_a(need_a.partial_floats * 4), counters_a(need_a.counter_count * 4);
+  device_buffer partials_b(need_b.partial_floats * 4), counters_b(need_b.counter_count * 4);
+  FP4FUSE_TEST_CUDA(cudaMemset(counters_a.as<void>(), 0, counters_a.bytes()));
+  FP4FUSE_TEST_CUDA(cudaMemset(counters_b.as<void>(), 0, counters_b.bytes()));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  const workspace ws_a{partials_a.as<float>(), counters_a.as<unsigned>(), need_a.partial_floats, need_a.counter_count};
+  const workspace ws_b{partials_b.as<float>(), counters_b.as<unsigned>(), need_b.partial_floats, need_b.counter_count};
+
+  const stream_pair s;
+  for (int i = 0; i < pairs; ++i) {  // each launch relies on the counters the one before left zero
+    REQUIRE(static_cast<bool>(a.run(i, s.a, &ws_a)));
+    REQUIRE(static_cast<bool>(b.run(i, s.b, &ws_b)));
+  }
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  CHECK(a.differing(pairs, pairs) == 0);
+  CHECK(b.differing(pairs, pairs) == 0);
+
+  // Refused, nothing launched: a workspace too small for the plan, or without memory.
+  workspace small = ws_a;
+  small.counter_count -= 1;
+  const workspace none{};
+  CHECK(a.run(0, s.a, &small).code == fp4fuse::status::bad_shape);
+  CHECK(b.run(0, s.b, &ws_a).code == fp4fuse::status::bad_shape);  // a's: 4 tiles, b has 6
+  CHECK(a.run(0, s.a, &none).code == fp4fuse::status::null_pointer);
+
+  // Captured in a CUDA graph: refused with the workspace `launch` keeps (a graph would hold its
+  // address), run with the caller's, three replays, each equal to the reference.
+  cudaGraph_t graph = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(s.a, cudaStreamCaptureModeRelaxed));
+  const fp4fuse::result refused = a.run(0, s.a);
+  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(s.a, &graph));
+  if (graph != nullptr) FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+  CHECK(refused.code == fp4fuse::status::cuda_error);
+  CHECK(refused.cuda == cudaErrorStreamCaptureUnsupported);
+
+  FP4FUSE_TEST_CUDA(cudaMemset(a.out.as<void>(), poison, static_cast<std::size_t>(a.M) * a.N * 2));  // output 0 poisoned again
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  graph = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(s.a, cudaStreamCaptureModeRelaxed));
+  const fp4fuse::result captured = a.run(0, s.a, &ws_a);
+  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(s.a, &graph));
+  REQUIRE(static_cast<bool>(captured));
+  REQUIRE(graph != nullptr);
+  cudaGraphExec_t exec = nullptr;
+  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int r = 0; r < 3; ++r) FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, s.a));
+  FP4FUSE_TEST_CUDA(cudaStreamSynchronize(s.a));
+  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
+  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+  CHECK(a.written(0));
+  CHECK(a.differing(1, pairs) == 0);
+  CHECK((a.out.guard_intact() && b.out.guard_intact() && partials_a.guard_intact() && counters_a.guard_intact()));
 }
 
 TEST_CASE("L1 example [gpu]: invalid arguments are refused and touch no memory", "[gpu][examples]") {

@@ -1,0 +1,179 @@
+#pragma once
+// The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance with a
+// schedule, and the dispatch of a plan to its instance with its split-K workspace.
+#include <cuda.h>          // CUtensorMap (types only: the driver entry point is fetched at run time)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include <fp4fuse/fp4fuse.cuh>
+
+#include "kernels.cuh"
+#include "plan.cuh"
+#include "schedule.cuh"
+#include "workspace.cuh"
+
+namespace l1_gemm::sm90 {
+
+/// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle.
+inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
+                                   std::uint32_t box_outer) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * sizeof(__nv_bfloat16)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(block_k), box_outer};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims, strides, box,
+                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/// Launches one of the two kernels with schedule `Schedule` (schedule.cuh): tensor maps,
+/// shared-memory size, cluster shape, a persistent grid of at most the resident CTAs. `units`:
+/// the schedule's units, or an upper bound where they depend on data (the grid's size only).
+template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Schedule, class Epilogue, int InFlight = 2>
+fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm,
+                             const typename Schedule::arguments& sched_args, int units, int device, int sms,
+                             const Epilogue& epi, cudaStream_t stream) {
+  using cfg = config<BlockN, BlockM>;
+  auto* kernel = [] {
+    if constexpr (Pingpong) {
+      return &gemm_pingpong_kernel<Cluster, InFlight, Schedule, Epilogue>;
+    } else {
+      return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue>;
+    }
+  }();
+  cudaLaunchConfig_t launch{};
+  cudaLaunchAttribute cluster_dims{};
+  cluster_dims.id = cudaLaunchAttributeClusterDimension;
+  cluster_dims.val.clusterDim.x = Cluster;
+  cluster_dims.val.clusterDim.y = 1;
+  cluster_dims.val.clusterDim.z = 1;
+  launch.blockDim = dim3(threads);
+  launch.dynamicSmemBytes = cfg::smem_bytes;
+  launch.stream = stream;
+  launch.attrs = &cluster_dims;
+  launch.numAttrs = 1;
+  // The shared-memory opt-in on every call (cheap, and a context re-created by cudaDeviceReset
+  // starts without it); the image check and the number of clusters resident at once (the grid of
+  // every later launch) once per kernel and device, cached only when they succeed.
+  static std::atomic<int> resident_per_device[64];  // 0: not known yet
+  if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
+  int resident = resident_per_device[device].load(std::memory_order_relaxed);
+  if (resident == 0) {
+    if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
+  }
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (resident == 0) {
+    resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
+    if constexpr (Cluster > 1) {
+      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+      if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
+    }
+    resident_per_device[device].store(resident, std::memory_order_relaxed);
+  }
+  CUtensorMap tma_x{}, tma_w{};
+  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
+  if (err == cudaSuccess) {
+    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
+  }
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
+  if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, units,
+                 launch.gridDim.x, resident);
+  }
+  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  return fp4fuse::detail::launch_result();
+}
+
+/// A kernel instance's tile and schedule as a type, for `launch`'s dispatch.
+template <int M, int N, bool Pingpong = false, int InFlight = 2>
+struct tile_shape {
+  static constexpr int m = M, n = N, in_flight = InFlight;
+  static constexpr bool pingpong = Pingpong;
+};
+
+/// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
+/// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
+/// image. `force` overrides the plan (tests use it to cover every tile width and split). `ws`: the
+/// caller's split-K workspace (workspace.cuh), or null for the one kept for the device and
+/// stream; a launch that splits K while `stream` is being captured needs the caller's (the kept
+/// one may be freed when it grows, and a graph would keep its address), and is refused without.
+template <class Epilogue>
+fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
+                       cudaStream_t stream, const launch_plan* force = nullptr, const workspace* ws = nullptr) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
+  const int tiles_m = (M + lp.block_m - 1) / lp.block_m;
+  const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
+  lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
+  lp.cluster = cluster_for(lp, M);
+  lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
+  params prm{M, N, K, lp.splits, nullptr, nullptr};
+  const int u = lp.units;
+  const dense_schedule::arguments dense{};
+  const auto run = [&] {
+    // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
+    const auto clustered = [&](auto tile) {
+      using shape = decltype(tile);
+      return lp.cluster == 2 ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                   x, w, prm, dense, u, device, sms, epi, stream)
+                             : launch_tiles<shape::m, shape::n, 1, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
+                                   x, w, prm, dense, u, device, sms, epi, stream);
+    };
+    if (lp.pingpong == 1) {
+      return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
+    }
+    if (lp.block_m == 64) {
+      return lp.block_n == 128  ? clustered(tile_shape<64, 128>{})
+             : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
+                                : clustered(tile_shape<64, 32>{});
+    }
+    return lp.block_n == 256   ? clustered(tile_shape<128, 256>{})
+           : lp.block_n == 192 ? clustered(tile_shape<128, 192>{})
+                               : clustered(tile_shape<128, 128>{});
+  };
+  if (lp.splits == 1) return run();
+  const workspace_size need = workspace::size_for(lp, M, N, K);
+  if (ws != nullptr) {
+    if (ws->partials == nullptr || ws->counters == nullptr) return {fp4fuse::status::null_pointer};
+    if (!ws->holds(need)) return {fp4fuse::status::bad_shape};  // too small for this problem's plan
+    prm.partials = ws->partials;
+    prm.counters = ws->counters;
+    return run();
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (capture != cudaStreamCaptureStatusNone) return {fp4fuse::status::cuda_error, cudaErrorStreamCaptureUnsupported};
+  detail::stream_workspace* kept = nullptr;
+  if (const fp4fuse::result r = detail::cached_workspace(device, stream, &kept); !r) return r;
+  const std::lock_guard<std::mutex> lock(kept->mutex);  // until the kernel is queued
+  if (const fp4fuse::result r = detail::reserve_workspace(kept->ws, need, stream); !r) return r;
+  prm.partials = kept->ws.partials;
+  prm.counters = kept->ws.counters;
+  return run();
+}
+
+}  // namespace l1_gemm::sm90

@@ -1,0 +1,131 @@
+#pragma once
+// What a launch of the sm_90a GEMM is: the tile shapes and their ring depth (config), the kernel's
+// arguments (params), and the host's choice of tile shape, K split and schedule for a problem
+// (plan, cluster_for, validate_plan).
+#include <cstddef>
+
+#include <fp4fuse/status.hpp>
+
+namespace l1_gemm::sm90 {
+
+constexpr int block_m = 128, block_k = 64;
+constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int ring_bytes = 192 * 1024;
+
+/// 64 x 32 tiles have one consumer warpgroup; the others two.
+constexpr bool single_consumer_tile(int cols) { return cols == 32; }
+/// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
+constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
+
+/// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
+/// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
+/// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
+/// computes the tile, the other only writes the output's padding: streaming W, not MMA issue,
+/// bounds a decode GEMM, and the 16-stage ring keeps more of W in flight).
+template <int BlockN, int BlockM = block_m>
+struct config {
+  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
+                    (BlockM == 64 && (BlockN == 128 || BlockN == 64 || BlockN == 32)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32");
+  static constexpr int block_n = BlockN;
+  static constexpr int rows = BlockM;
+  static constexpr bool single_consumer = single_consumer_tile(BlockN);
+  static constexpr int consumers = single_consumer ? 1 : 2;
+  static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;
+  /// Columns of one consumer's wgmma and its accumulators per thread.
+  static constexpr int consumer_n = consumer_columns(BlockM, BlockN);
+  static constexpr int registers = consumer_n / 2;
+  static constexpr int a_stage_bytes = BlockM * block_k * 2;
+  static constexpr int b_stage_bytes = block_n * block_k * 2;
+  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32
+  // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
+  // and one flag per consumer for the split-K hand-off.
+  static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
+};
+
+/// What a launch computes: the shape, the K split, and the split-K workspace.
+struct params {
+  int M, N, K;
+  int splits;          ///< K is cut into `splits` ranges of whole 64-column blocks (1: no split)
+  float* partials;     ///< splits * tiles * 2 consumers * fragment floats (splits > 1)
+  unsigned* counters;  ///< tiles * 2 arrival counters, zero between launches (splits > 1)
+};
+
+/// Tile shape, K split and schedule of a launch.
+struct launch_plan {
+  int block_n, splits, units;
+  int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
+  int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
+  int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
+};
+
+/// The plan for a problem: the tile shape and K split with the least estimated time on the
+/// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
+/// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
+/// (128 x 192: three quarters of the work, 3% dearer; 128 x 128: half the work, 10% dearer; 64-row tiles: a quarter or an eighth of the work, dearer
+/// per MMA since both consumers read the same X tile), and with K split the workspace round trip
+/// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
+/// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
+/// epilogue behind the other consumer's mainloop (bench/RESULTS.md: for every epilogue once the
+/// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
+/// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
+/// tiles fill 3/4 or more of the SMs in one wave.
+inline launch_plan plan(int M, int N, int K, int sms) {
+  const int k_iters = (K + block_k - 1) / block_k;
+  struct tile {
+    int rows, cols;
+    double cost_per_step;
+  };
+  constexpr tile tiles_tried[] = {{128, 256, 1.0}, {128, 192, 0.77}, {128, 128, 0.55}, {64, 128, 0.3}, {64, 64, 0.18}};
+  launch_plan best{256, 1, 0};
+  double best_cost = 1e300;
+  for (const tile& t : tiles_tried) {
+    const int tiles = ((M + t.rows - 1) / t.rows) * ((N + t.cols - 1) / t.cols);
+    for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
+      const int units = tiles * splits;
+      const int waves = (units + sms - 1) / sms;
+      const int k_per_unit = (k_iters + splits - 1) / splits;
+      const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
+      if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
+        best_cost = cost;
+        best = {t.cols, splits, units, 0, -1, 0, t.rows};
+      }
+    }
+  }
+  const int tiles128 = ((M + block_m - 1) / block_m) * ((N + 127) / 128);
+  if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
+  // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
+  // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
+  // workspace round trip (bench/RESULTS.md: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
+  // split 2). Fewer tiles would leave SMs idle for all of K.
+  const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
+  const bool one_row_block = M <= 64;  // measured there; with two, clusters of 2 would pair them (not measured)
+  if (one_row_block && best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) {
+    best = {32, 1, tiles32, 0, -1, 0, 64};
+  }
+  return best;
+}
+
+/// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
+/// least two row blocks, else 1.
+inline int cluster_for(const launch_plan& lp, int M) {
+  if (lp.cluster != 0) return lp.cluster;
+  return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
+}
+
+/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32 tiles,
+/// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
+inline fp4fuse::result validate_plan(const launch_plan* p) {
+  if (p == nullptr) return {};
+  const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 192 || p->block_n == 128)) ||
+                       (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64 || p->block_n == 32) && p->pingpong != 1);
+  const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
+                  (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
+                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1 &&
+                  p->in_flight >= 0 && p->in_flight <= 2;
+  return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
+}
+
+}  // namespace l1_gemm::sm90

@@ -1,0 +1,112 @@
+#pragma once
+// The sm_90a GEMM's shared-memory ring: its layout, the barriers' initialisation, the producer
+// that fills it by TMA and the consumers' release of its slots, and the cluster-wide meeting.
+#include <cuda.h>  // CUtensorMap
+
+#include <cuda/ptx>
+
+#include "plan.cuh"
+#include "ptx.cuh"
+
+namespace l1_gemm::sm90 {
+namespace detail {
+
+/// The shared-memory ring of a kernel with tiles of config Cfg, aligned to the 128-byte swizzle's
+/// 1024-byte period: `stages` X tiles, then `stages` W tiles, their full and empty barriers, then
+/// 16 bytes the consumers use for hand-offs (split-K flags or the ping-pong order barriers).
+template <class Cfg>
+struct ring {
+  using cfg = Cfg;
+  unsigned char* a;
+  unsigned char* b;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+  void* hand_off;
+  __device__ explicit ring(unsigned char* smem_raw) {
+    const auto raw_shared = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
+    unsigned char* smem = smem_raw + ((1024 - raw_shared % 1024) % 1024);
+    a = smem;
+    b = smem + cfg::stages * cfg::a_stage_bytes;
+    full = reinterpret_cast<std::uint64_t*>(smem + cfg::stages * cfg::stage_bytes);
+    empty = full + cfg::stages;
+    hand_off = empty + cfg::stages;
+  }
+};
+
+/// All threads of the CTA (Cluster == 1) or of the cluster (Cluster == 2) meet.
+template <int Cluster>
+__device__ __forceinline__ void cluster_sync() {
+  if constexpr (Cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
+}
+
+/// Thread 0 initialises the ring's barriers (full: the producer's arrive + the TMA bytes; empty:
+/// `empty_arrivals` per phase); then the CTA, or the cluster, synchronises so that every CTA's
+/// barriers exist before any TMA multicast or remote arrive reaches them.
+template <class Cfg, int Cluster>
+__device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empty_arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::stages; ++s) {
+      cuda::ptx::mbarrier_init(&r.full[s], 1);
+      cuda::ptx::mbarrier_init(&r.empty[s], empty_arrivals);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  cluster_sync<Cluster>();
+}
+
+/// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
+/// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
+/// each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets).
+template <class Cfg, int Cluster, class Schedule>
+__device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
+                                        const Schedule& sched) {
+  using cfg = Cfg;
+  constexpr int BlockN = cfg::block_n;
+  int stage = 0;
+  std::uint32_t phase = 0;
+  for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+    const auto u = sched.at(unit);  // a work_unit (schedule.cuh)
+    for (int k = u.k_begin; k < u.k_end; ++k) {
+      wait_parity(&r.empty[stage], phase ^ 1);
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &r.full[stage], cfg::stage_bytes);
+      const std::int32_t xc[2] = {k * block_k, u.a_row};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
+                                      &tma_x, xc, &r.full[stage]);
+      if constexpr (Cluster == 1) {
+        const std::int32_t wc[2] = {k * block_k, u.b_row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
+                                        &tma_w, wc, &r.full[stage]);
+      } else {
+        constexpr int half_rows = BlockN / 2;
+        const std::int32_t wc[2] = {k * block_k, u.b_row + sched.rank * half_rows};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                        r.b + stage * cfg::b_stage_bytes + sched.rank * half_rows * 128, &tma_w, wc,
+                                        &r.full[stage], static_cast<std::uint16_t>(0x3));
+      }
+      if (++stage == cfg::stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+/// A consumer's thread 0 releases a ring slot to the producer of every CTA of the cluster.
+template <int Cluster>
+__device__ __forceinline__ void release_slot(std::uint64_t* empty_slot) {
+  if constexpr (Cluster == 1) {
+    cuda::ptx::mbarrier_arrive(empty_slot);
+  } else {
+    for (int r = 0; r < Cluster; ++r) arrive_cluster(cluster_address(empty_slot, static_cast<std::uint32_t>(r)));
+  }
+}
+
+}  // namespace detail
+
+}  // namespace l1_gemm::sm90

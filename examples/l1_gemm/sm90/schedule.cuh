@@ -1,0 +1,119 @@
+#pragma once
+// The sm_90a GEMM's tile scheduler: which work units (a tile and a range of its K blocks) a CTA
+// runs, in which order, and where each unit's operands and output lie. The kernels take the
+// schedule as a template parameter, so that a grouped (MoE) GEMM, whose tiles belong to groups
+// of rows with their own W and output, runs the same kernels with a schedule of its own.
+//
+// A schedule is a type S with
+//
+//   S::arguments   what the host passes to the kernel for it (a kernel parameter: trivially
+//                  copyable; an empty struct where the schedule needs nothing but `params`).
+//   S::cta<Cfg, Cluster>
+//                  the schedule of one CTA of a kernel with tiles of config Cfg (plan.cuh) in
+//                  clusters of Cluster CTAs along M, with:
+//     __device__ cta(const params& prm, const S::arguments& args, int splits)
+//                  run by all 384 threads of the CTA at kernel start, before the ring's barriers
+//                  are initialised and the warpgroups take their roles: it may read device
+//                  memory, use static __shared__ storage (the ring leaves 227 KiB -
+//                  Cfg::smem_bytes) and __syncthreads(). `splits`: the K split (1 for the
+//                  ping-pong kernel, prm.splits for the cooperative one).
+//     int units, first, stride
+//                  the CTA's units are first, first + stride, ... below units (the ping-pong
+//                  kernel's consumer c takes every other one, from first + c * stride). `units`
+//                  may depend on data (the grouped schedule's tiles per group); the launch sizes
+//                  the grid by an upper bound.
+//     int rank     the CTA's rank in its cluster (0 without clusters): which half of the W tile
+//                  its producer loads and multicasts.
+//     int k_iters  the 64-column K blocks of a whole unit: the ping-pong kernel, which does not
+//                  split K, runs exactly k_iters K steps per unit ([0, k_iters)).
+//     __device__ work_unit at(int unit) const
+//                  the unit at index `unit`, called by the producer and by each consumer for the
+//                  same indices, so a pure function of `unit` (and of the constructor's state).
+//
+// and these promises: the CTAs of a cluster get the same number of units and, unit by unit, the
+// same K range and W rows (they share W by multicast and release ring slots together); the
+// units of one tile that splits K have the same `tile` and splits 0 .. splits - 1, and `tile` is
+// below the tile count the split-K workspace was sized for (workspace.cuh).
+#include <cuda/ptx>
+
+#include "plan.cuh"
+
+namespace l1_gemm::sm90 {
+
+constexpr int group_m = 8;  // M-blocks per raster group
+
+/// What the kernels need of a work unit. Tile coordinates count within the unit's group, and so
+/// do the epilogue's rows (epilogue.cuh: `epilogue_for` binds the group's output); a dense GEMM
+/// is one group of M rows.
+struct work_unit {
+  int m_blk, n_blk;  ///< the tile's row block within its group, its column block
+  int tile;          ///< the tile's index among the launch's tiles: its split-K workspace slot
+  int split;         ///< which of the tile's K splits (0 without a split)
+  int k_begin, k_end;  ///< its K blocks of 64 columns, [k_begin, k_end)
+  int a_row;         ///< the first X row of the tile (the producer's TMA coordinate)
+  int b_row;         ///< the first W row of the tile; with clusters, CTA `rank` loads its half from b_row + rank * BlockN / 2
+  int group;         ///< the group (expert) the tile belongs to
+  int group_row0;    ///< the output (and X) row where the group starts
+  int group_rows;    ///< rows in the group: rows at or beyond it are the output's padding
+};
+
+namespace detail {
+
+/// Work unit `unit` (tile-major, splits of a tile adjacent): its tile in the grouped raster
+/// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks. Fills the
+/// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end).
+__device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
+  work_unit u;
+  u.tile = unit / splits;
+  u.split = unit % splits;
+  const int per_group = group_m * tiles_n;
+  const int first_m = (u.tile / per_group) * group_m;
+  const int rows_in_group = min(group_m, tiles_m - first_m);
+  const int in_group = u.tile % per_group;
+  u.m_blk = first_m + in_group % rows_in_group;
+  u.n_blk = in_group / rows_in_group;
+  u.k_begin = static_cast<int>(static_cast<long long>(k_iters) * u.split / splits);
+  u.k_end = static_cast<int>(static_cast<long long>(k_iters) * (u.split + 1) / splits);
+  return u;
+}
+
+}  // namespace detail
+
+/// The dense GEMM's schedule: one group of M rows, the tiles in the grouped raster.
+struct dense_schedule {
+  struct arguments {};
+
+  /// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
+  /// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, and its
+  /// epilogue writes nothing but the output's padding there, which 64-row tiles rely on: see
+  /// `pad_beyond_tile`). Units are split `splits` ways along K.
+  template <class Cfg, int Cluster>
+  struct cta {
+    int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank, rows;
+    __device__ cta(const params& prm, const arguments&, int splits_) {
+      const int tiles_m = (prm.M + Cfg::rows - 1) / Cfg::rows;
+      tiles_n = (prm.N + Cfg::block_n - 1) / Cfg::block_n;
+      unit_rows = (tiles_m + Cluster - 1) / Cluster;
+      k_iters = (prm.K + block_k - 1) / block_k;
+      splits = splits_;
+      units = unit_rows * tiles_n * splits;
+      first = static_cast<int>(blockIdx.x) / Cluster;
+      stride = static_cast<int>(gridDim.x) / Cluster;
+      rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
+      rows = prm.M;
+    }
+    /// Unit `unit` with its row block already mapped to this CTA.
+    __device__ work_unit at(int unit) const {
+      work_unit u = detail::unit_at(unit, unit_rows, tiles_n, splits, k_iters);
+      u.m_blk = u.m_blk * Cluster + rank;
+      u.a_row = u.m_blk * Cfg::rows;
+      u.b_row = u.n_blk * Cfg::block_n;
+      u.group = 0;
+      u.group_row0 = 0;
+      u.group_rows = rows;
+      return u;
+    }
+  };
+};
+
+}  // namespace l1_gemm::sm90

@@ -1,0 +1,121 @@
+#pragma once
+// The split-K workspace of the sm_90a GEMM: the FP32 fragment of every split of a tile, and per
+// tile and consumer an arrival counter that picks the last split to arrive, which sums them.
+//
+// Two launches that split K at once must not share a workspace: one's splits would count towards
+// the other's arrivals and sum the other's fragments. So a launch either takes a workspace its
+// caller owns (`workspace`, sized by `workspace::size_for`: for CUDA-graph capture, or full
+// control of memory), or `launch` takes the one it keeps for the launch's device and stream.
+//
+// Which launches may run concurrently: any whose workspaces differ, and launches that do not
+// split K (they use none). Launches without a caller-owned workspace get one per (device,
+// stream), so they may run concurrently on different streams (or devices), and launches on one
+// stream are ordered by it; this holds for nullptr, cudaStreamLegacy and cudaStreamPerThread
+// too, each taken as the stream it stands for in the calling thread. A caller-owned workspace is
+// like an output buffer: launches that may overlap (two streams, two graphs) need one each.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <fp4fuse/status.hpp>
+
+#include "plan.cuh"
+
+namespace l1_gemm::sm90 {
+
+/// What a split-K launch needs: floats of partial fragments and arrival counters.
+struct workspace_size {
+  std::size_t partial_floats = 0, counter_count = 0;
+};
+
+/// A split-K workspace in device memory of the launch's device. The partials need no initial
+/// value. The counters must be zero before the first launch that uses them, and the owner zeroes
+/// them once, after allocating (cudaMemsetAsync(counters, 0, counter_count * sizeof(unsigned),
+/// stream)): every launch that runs to completion leaves each counter it used zero again (the last
+/// split of each tile resets its counter), so the same workspace then serves any later launch it
+/// is large enough for, in or out of a graph. A launch aborted on the device leaves them undefined.
+struct workspace {
+  float* partials = nullptr;
+  unsigned* counters = nullptr;
+  std::size_t partial_floats = 0, counter_count = 0;
+
+  /// What a launch of plan `lp` on an M x N x K problem needs, both counts 0 where it does not
+  /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count);
+  /// its split is clamped to K's blocks as `launch` clamps it.
+  static workspace_size size_for(const launch_plan& lp, int M, int N, int K) {
+    const int splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
+    if (splits == 1) return {};
+    const std::size_t tiles = static_cast<std::size_t>((M + lp.block_m - 1) / lp.block_m) * ((N + lp.block_n - 1) / lp.block_n);
+    const std::size_t registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread
+    return {tiles * splits * 2 * registers * 128, tiles * 2};
+  }
+  /// True when this workspace has room for `need`.
+  bool holds(const workspace_size& need) const {
+    return (need.partial_floats == 0 || (partials != nullptr && partial_floats >= need.partial_floats)) &&
+           (need.counter_count == 0 || (counters != nullptr && counter_count >= need.counter_count));
+  }
+};
+
+namespace detail {
+
+/// Grows `ws` to hold `need`, zeroing new counters on `stream`. `ws` serves `stream` only: its old
+/// buffers may still be read by launches queued there, so the stream is drained before they go.
+inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  if (need.partial_floats > ws.partial_floats || need.counter_count > ws.counter_count) {
+    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  }
+  if (need.partial_floats > ws.partial_floats) {
+    if (ws.partials != nullptr) cudaFree(ws.partials);
+    ws.partials = nullptr;
+    ws.partial_floats = 0;
+    if ((err = cudaMalloc(&ws.partials, need.partial_floats * sizeof(float))) != cudaSuccess) {
+      return {fp4fuse::status::cuda_error, err};
+    }
+    ws.partial_floats = need.partial_floats;
+  }
+  if (need.counter_count > ws.counter_count) {
+    if (ws.counters != nullptr) cudaFree(ws.counters);
+    ws.counters = nullptr;
+    ws.counter_count = 0;
+    if ((err = cudaMalloc(&ws.counters, need.counter_count * sizeof(unsigned))) != cudaSuccess) {
+      return {fp4fuse::status::cuda_error, err};
+    }
+    if ((err = cudaMemsetAsync(ws.counters, 0, need.counter_count * sizeof(unsigned), stream)) != cudaSuccess) {
+      return {fp4fuse::status::cuda_error, err};
+    }
+    ws.counter_count = need.counter_count;
+  }
+  return {};
+}
+
+/// The workspace `launch` keeps for one (device, stream), and the lock its user holds from
+/// growing it until its kernel is queued (two host threads may launch on one stream).
+struct stream_workspace {
+  std::mutex mutex;
+  workspace ws;
+};
+
+/// The workspace kept for `stream` on `device`, created empty on first use. Keyed by the stream's
+/// id (cudaStreamGetId), which resolves nullptr, cudaStreamLegacy and cudaStreamPerThread to the
+/// stream they stand for in the calling thread and, unlike a handle, is never reused by a stream
+/// created after another was destroyed. Kept until the process ends (a destroyed stream's
+/// launches may still be running): programs that create streams without end should pass their
+/// own workspace.
+inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_workspace** out) {
+  unsigned long long id = 0;
+  if (const cudaError_t err = cudaStreamGetId(stream, &id); err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  static std::mutex mutex;
+  static std::map<std::pair<int, unsigned long long>, stream_workspace> cache;  // map nodes never move
+  const std::lock_guard<std::mutex> lock(mutex);
+  *out = &cache[{device, id}];
+  return {};
+}
+
+}  // namespace detail
+
+}  // namespace l1_gemm::sm90
