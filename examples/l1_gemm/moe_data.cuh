@@ -78,25 +78,27 @@ struct values {
   __host__ __device__ float rsqrt_hidden() const { return 1.0f / sqrtf(static_cast<float>(hidden)); }
 };
 
-template <class Fill>
-__global__ void fill_kernel(std::uint64_t n, Fill fill) {
+/// Writes element i of the array `which` (0: X, 1: W as bf16; 2: bias as float).
+struct fill {
+  void* dst;
+  values v;
+  int which;
+  __device__ void operator()(std::uint64_t i) const {
+    if (which == 0) static_cast<__nv_bfloat16*>(dst)[i] = v.x(i);
+    else if (which == 1) static_cast<__nv_bfloat16*>(dst)[i] = v.w(i);
+    else static_cast<float*>(dst)[i] = v.bias(i);
+  }
+};
+
+template <int = 0>
+__global__ void fill_kernel(std::uint64_t n, fill f) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x) {
-    fill(i);
+    f(i);
   }
 }
 
 /// Fills `n` elements on `stream` with `v.x` / `v.w` / `v.bias` (which: 0, 1, 2).
 inline cudaError_t fill_device(void* dst, std::uint64_t n, const values& v, int which, cudaStream_t stream = nullptr) {
-  struct fill {
-    void* dst;
-    values v;
-    int which;
-    __device__ void operator()(std::uint64_t i) const {
-      if (which == 0) static_cast<__nv_bfloat16*>(dst)[i] = v.x(i);
-      else if (which == 1) static_cast<__nv_bfloat16*>(dst)[i] = v.w(i);
-      else static_cast<float*>(dst)[i] = v.bias(i);
-    }
-  };
   fill_kernel<<<2048, 256, 0, stream>>>(n, fill{dst, v, which});
   return cudaGetLastError();
 }

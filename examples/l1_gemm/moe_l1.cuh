@@ -53,10 +53,6 @@ namespace epilogue {
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
-  template <bool Bias>
-  struct bound {
-    using type = std::conditional_t<Bias, with_bias<l1_gemm::store_bf16>, l1_gemm::store_bf16>;
-  };
   __device__ __forceinline__ l1_gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
   }

@@ -139,7 +139,7 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   // Forced plans that name no kernel.
   for (const l1_gemm::sm90::launch_plan& bad : {l1_gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
                                                 {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
-                                                {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
+                                                {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 1, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
                                                 {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}, {192, 1, 0, 1, 0, 0, 64},
                                                 {192, 1, 0, 1, 1}, {32, 1, 0, 1, 0}, {32, 1, 0, 1, 1, 0, 64}}) {
     INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
@@ -338,7 +338,8 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
                                               {128, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 2, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64},
                                               {64, 1, 0, 2, 0, 0, 64}, {64, 3, 0, 1, 0, 0, 64}, {128, 2, 0, 1, 0, 0, 64},
                                               {192, 1, 0, 1, 0}, {192, 1, 0, 2, 0}, {192, 3, 0, 1, 0},
-                                              {32, 1, 0, 1, 0, 0, 64}, {32, 1, 0, 2, 0, 0, 64}, {32, 3, 0, 1, 0, 0, 64}};
+                                              {32, 1, 0, 1, 0, 0, 64}, {32, 1, 0, 2, 0, 0, 64}, {32, 3, 0, 1, 0, 0, 64},
+                                              {256, 1, 0, 1, 0, 0, 64}, {256, 1, 0, 2, 0, 0, 64}, {256, 2, 0, 1, 0, 0, 64}};
   // The last shape gives every CTA several tiles (each ping-pong consumer more than one, so its
   // ring position skips whole passes of the ring).
   // The 4096 x 40 shape has one K block (fewer than the ping-pong's K steps in flight).

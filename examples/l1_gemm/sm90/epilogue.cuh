@@ -45,13 +45,14 @@ __device__ __forceinline__ void prefetch_epilogue(const Epilogue& epi) {
   }
 }
 
-/// True for epilogues with `for_group(group, row0, rows)`: a grouped GEMM's epilogue, which
-/// returns the epilogue of one group's output (its rows counted from the group's first).
+/// True for epilogues with `for_group(const work_unit&)`: a grouped GEMM's epilogue, which
+/// returns the epilogue of the unit's group's output (its rows counted from the group's first:
+/// u.group, u.group_row0, u.group_rows, u.group_padded_row0 say which and where).
 template <class Epilogue, class = void>
 inline constexpr bool has_for_group = false;
 template <class Epilogue>
 inline constexpr bool has_for_group<
-    Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().for_group(int{}, index_t{}, index_t{}))>> = true;
+    Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().for_group(std::declval<const work_unit&>()))>> = true;
 
 /// The epilogue of unit `u`'s tile, which the kernels call with rows relative to the unit's
 /// group (schedule.cuh): `epi` itself, or for an epilogue with `for_group` the one it binds to
@@ -59,7 +60,7 @@ inline constexpr bool has_for_group<
 template <class Epilogue>
 __device__ __forceinline__ decltype(auto) epilogue_for(const Epilogue& epi, const work_unit& u) {
   if constexpr (has_for_group<Epilogue>) {
-    return epi.for_group(u.group, static_cast<index_t>(u.group_row0), static_cast<index_t>(u.group_rows));
+    return epi.for_group(u);
   } else {
     return epi;  // decltype(auto) of a reference parameter: the reference, no copy
   }
@@ -72,7 +73,7 @@ struct unit_epilogue_of {
 };
 template <class Epilogue>
 struct unit_epilogue_of<Epilogue, std::enable_if_t<has_for_group<Epilogue>>> {
-  using type = std::decay_t<decltype(std::declval<const Epilogue&>().for_group(int{}, index_t{}, index_t{}))>;
+  using type = std::decay_t<decltype(std::declval<const Epilogue&>().for_group(std::declval<const work_unit&>()))>;
 };
 template <class Epilogue>
 using unit_epilogue = typename unit_epilogue_of<Epilogue>::type;

@@ -48,7 +48,7 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Schedule, class Epilogue, int InFlight = 2>
 fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm,
                              const typename Schedule::arguments& sched_args, int units, int device, int sms,
-                             const Epilogue& epi, cudaStream_t stream) {
+                             const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows = 0) {
   using cfg = config<BlockN, BlockM>;
   auto* kernel = [] {
     if constexpr (Pingpong) {
@@ -91,7 +91,9 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   CUtensorMap tma_x{}, tma_w{};
   err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
   if (err == cudaSuccess) {
-    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.N), BlockN / Cluster);
+    // W's rows: N, or for a grouped launch every group's N (w_rows).
+    err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
+                          BlockN / Cluster);
   }
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
@@ -147,7 +149,8 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
       return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
     }
     if (lp.block_m == 64) {
-      return lp.block_n == 128  ? clustered(tile_shape<64, 128>{})
+      return lp.block_n == 256   ? clustered(tile_shape<64, 256>{})
+             : lp.block_n == 128 ? clustered(tile_shape<64, 128>{})
              : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
                                 : clustered(tile_shape<64, 32>{});
     }

@@ -25,8 +25,8 @@ constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !singl
 template <int BlockN, int BlockM = block_m>
 struct config {
   static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
-                    (BlockM == 64 && (BlockN == 128 || BlockN == 64 || BlockN == 32)),
-                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32");
+                    (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 32)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
   static constexpr int block_n = BlockN;
   static constexpr int rows = BlockM;
   static constexpr bool single_consumer = single_consumer_tile(BlockN);
@@ -38,7 +38,7 @@ struct config {
   static constexpr int a_stage_bytes = BlockM * block_k * 2;
   static constexpr int b_stage_bytes = block_n * block_k * 2;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32
+  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192, 64 x 256; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
@@ -58,7 +58,7 @@ struct launch_plan {
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
   int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
   int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
-  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 256, 64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
 };
 
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
@@ -115,17 +115,48 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
 }
 
-/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 128, 64 x 64 or 64 x 32 tiles,
+/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32 tiles,
 /// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
 inline fp4fuse::result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
   const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 192 || p->block_n == 128)) ||
-                       (p->block_m == 64 && (p->block_n == 128 || p->block_n == 64 || p->block_n == 32) && p->pingpong != 1);
+                       (p->block_m == 64 && (p->block_n == 256 || p->block_n == 128 || p->block_n == 64 || p->block_n == 32) &&
+                        p->pingpong != 1);
   const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
                   (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
                   (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1 &&
                   p->in_flight >= 0 && p->in_flight <= 2;
   return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
+}
+
+/// The tile shape and schedule of a grouped (MoE) launch (grouped_schedule.cuh): cooperative
+/// tiles of 64 x 256, 64 x 128, 128 x 256 or 128 x 128, or the ping-pong kernel's 128 x 128; clusters
+/// of 1, or 2 (pairs of an expert's row blocks sharing W by multicast).
+struct grouped_plan {
+  int block_m = 128, block_n = 256;
+  int cluster = 1;
+  bool pingpong = false;
+};
+
+/// True when `p` names a kernel of the grouped GEMM.
+inline bool valid(const grouped_plan& p) {
+  const bool tile = p.pingpong ? (p.block_m == 128 && p.block_n == 128)
+                               : ((p.block_m == 64 || p.block_m == 128) && (p.block_n == 256 || p.block_n == 128));
+  return tile && (p.cluster == 1 || p.cluster == 2);
+}
+
+/// The plan for `rows` routed rows over `experts` experts, from the rows per expert were all
+/// experts routed to (rows / experts): the host never reads the routing, so the plan cannot depend
+/// on it. Below 64 rows per expert (decode: the launch streams the experts' W, and X is small)
+/// 64 x 256 tiles, whose X tile is a fifth of the bytes each K step brings in; up to 512, 128 x 256
+/// cooperative tiles (a wide W tile per X tile again; most experts have one or two row blocks, which
+/// clusters of 2 would pair with an empty one); beyond, the ping-pong kernel with clusters of 2,
+/// which hides the epilogue and halves W's L2 traffic as in the dense GEMM at large T.
+inline grouped_plan plan_grouped(int rows, int experts) {
+  const double per_expert = static_cast<double>(rows) / experts;
+  if (per_expert <= 64) return {64, 256, 1, false};
+  if (per_expert < 512) return {128, 256, 1, false};
+  return {128, 128, 2, true};
 }
 
 }  // namespace l1_gemm::sm90

@@ -55,6 +55,7 @@ struct work_unit {
   int group;         ///< the group (expert) the tile belongs to
   int group_row0;    ///< the output (and X) row where the group starts
   int group_rows;    ///< rows in the group: rows at or beyond it are the output's padding
+  int group_padded_row0;  ///< the group's first row if every group before it were padded to 128-row bands
 };
 
 namespace detail {
@@ -111,6 +112,7 @@ struct dense_schedule {
       u.group = 0;
       u.group_row0 = 0;
       u.group_rows = rows;
+      u.group_padded_row0 = 0;
       return u;
     }
   };

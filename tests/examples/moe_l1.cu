@@ -1,0 +1,340 @@
+// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh): bit-identical to the dense sm_90a kernel run
+// expert by expert with the same tile plan (packed rows, and each expert's scale block against
+// the dense kernel's whole scale tensor, padding included), every other scale byte 0x00, packed
+// rows beyond the routed ones untouched, sampled rows against the float64 reference; experts with
+// 0, 1, 15, 127, 128, 129 rows, all rows in one expert, uniform and skewed routing, both models'
+// shapes, both expert start conventions, bias and per-expert global scales, every grouped plan; a
+// CUDA graph captured once and replayed with other counts; the BF16 flows against the dense
+// kernel; the schedule's unit-to-group search and argument validation on the host.
+#include "../../examples/l1_gemm/moe_data.cuh"
+#include "../../examples/l1_gemm/moe_l1.cuh"
+#include "../../examples/l1_gemm/moe_reference.hpp"
+#include "../kernels/kernel_test_support.cuh"
+
+using namespace fp4fuse_test;
+using l1_gemm::sm90::grouped_plan;
+using fp4fuse::scale_layout::expert_start::offset_bound;
+using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
+namespace moe = l1_gemm::moe;
+
+TEST_CASE("MoE L1: the grouped schedule finds each unit's group, empty groups skipped", "[examples][moe]") {
+  auto g = rng("moe group search");
+  for (int trial = 0; trial < 200; ++trial) {
+    const int groups = 1 + static_cast<int>(g() % 300), tiles_n = 1 + static_cast<int>(g() % 40);
+    std::vector<std::int32_t> first{0};
+    std::vector<int> owner;  // brute force: the group of every unit
+    for (int e = 0; e < groups; ++e) {
+      const int rows = g() % 3 == 0 ? 0 : static_cast<int>(g() % 5);  // many empty groups
+      first.push_back(first.back() + rows);
+      for (int u = 0; u < rows * tiles_n; ++u) owner.push_back(e);
+    }
+    for (int u = 0; u < static_cast<int>(owner.size()); ++u) {
+      REQUIRE(l1_gemm::sm90::detail::group_of_unit(first.data(), groups, tiles_n, u) == owner[static_cast<std::size_t>(u)]);
+    }
+  }
+}
+
+TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]") {
+  for (int rows : {1, 512, 4096, 32768, 262144})
+    for (int experts : {1, 8, 128, 256}) CHECK(l1_gemm::sm90::valid(l1_gemm::sm90::plan_grouped(rows, experts)));
+  CHECK(l1_gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
+  CHECK(l1_gemm::sm90::plan_grouped(32768, 256).block_m == 128);   // T = 4096: 128 per expert
+  CHECK(l1_gemm::sm90::plan_grouped(262144, 256).pingpong);        // T = 32768: 1024 per expert
+  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
+  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
+  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{128, 256, 3, false}));
+}
+
+TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[examples][moe]") {
+  const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
+  const std::int32_t* offsets = static_cast<const std::int32_t*>(fake(0x800000));
+  const moe::inputs good{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
+                         nullptr};
+  const moe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
+                                              {64, 5, 8, offsets}};
+  const moe::global_scales S{static_cast<const float*>(fake(0x500000)), false};
+  const auto refused = [&](const moe::inputs& in, const moe::grouped_output<offset_bound>& o, const moe::global_scales& s, fp4fuse::status want,
+                           const char* names) {
+    const fp4fuse::result r = moe::run_fused(in, o, s, fp4fuse::activation::swiglu{});
+    INFO(r.message());
+    CHECK(r.code == want);
+    CHECK(std::string(r.message()).find(names) != std::string::npos);
+  };
+  moe::inputs in = good;
+  in.x.data = nullptr;
+  refused(in, out, S, fp4fuse::status::null_pointer, "in.x.data is null");
+  in = good;
+  in.x.cols = 250;
+  in.x.ld = 250;
+  refused(in, out, S, fp4fuse::status::not_multiple_of_block, "in.x.cols = 250 must be a multiple of 8");
+  in = good;
+  in.x.ld = 264;
+  refused(in, out, S, fp4fuse::status::bad_leading_dimension, "in.x.ld = 264 must equal in.x.cols");
+  in = good;
+  in.w = static_cast<const __nv_bfloat16*>(fake(0x200008));
+  refused(in, out, S, fp4fuse::status::misaligned_pointer, "in.w");
+  in = good;
+  in.bias = static_cast<const float*>(fake(0x600004));
+  refused(in, out, S, fp4fuse::status::misaligned_pointer, "in.bias");
+  auto o = out;
+  o.layout.rows = 65;
+  refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.rows = 65 must equal in.x.rows = 64");
+  o = out;
+  o.layout.expert_offsets = nullptr;
+  refused(good, o, S, fp4fuse::status::null_pointer, "expert_offsets is null");
+  o = out;
+  o.layout.experts = 0;
+  refused(good, o, S, fp4fuse::status::bad_shape, "experts = 0 must be in [1, 1024]");
+  refused(good, out, moe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
+  o = out;
+  o.ld_packed = 36;
+  refused(good, o, S, fp4fuse::status::bad_leading_dimension, "out.ld_packed = 36");
+  CHECK(moe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets).code == fp4fuse::status::null_pointer);
+}
+
+namespace {
+
+/// One grouped problem on the device: inputs from moe_data.cuh's hash, `slack` rows of capacity
+/// beyond the routed ones (their packed bytes must stay untouched).
+template <class Start>
+struct grouped_problem {
+  int E, H, I, N, rows, capacity;
+  std::vector<std::int32_t> counts, offsets;
+  moe::values v;
+  bool with_bias, per_expert_S;
+  device_buffer x, w, bias, d_offsets, S, packed, scales;
+  std::vector<float> S_host;
+
+  grouped_problem(const std::vector<std::int32_t>& counts_, int H_, int I_, int slack, bool bias_, bool per_expert, std::uint64_t seed)
+      : E(static_cast<int>(counts_.size())), H(H_), I(I_), N(2 * I_), rows(0), capacity(0), counts(counts_),
+        offsets(moe::offsets_of(counts_)), v{seed, H_}, with_bias(bias_), per_expert_S(per_expert),
+        x((std::size_t(offsets.back()) + slack) * H_ * 2), w(std::size_t(E) * 2 * I_ * H_ * 2), bias(std::size_t(E) * 2 * I_ * 4),
+        d_offsets(offsets.size() * 4), S(std::size_t(E) * 4), packed((std::size_t(offsets.back()) + slack) * I_ / 2),
+        scales(static_cast<std::size_t>(layout_for(offsets.back() + slack).size_bytes())) {
+    rows = offsets.back();
+    capacity = rows + slack;
+    REQUIRE(moe::fill_device(x.as<void>(), std::uint64_t(capacity) * H, v, 0) == cudaSuccess);
+    REQUIRE(moe::fill_device(w.as<void>(), std::uint64_t(E) * N * H, v, 1) == cudaSuccess);
+    REQUIRE(moe::fill_device(bias.as<void>(), std::uint64_t(E) * N, v, 2) == cudaSuccess);
+    d_offsets.upload(offsets.data(), offsets.size() * 4);
+    // Global scales: per expert from the expert's own activation amax (host reference of a few rows
+    // would do; a generous fixed range keeps the test independent of it), else one for all.
+    for (int e = 0; e < E; ++e) S_host.push_back(per_expert ? fp4fuse::nvfp4_global_encode_scale(2.0f + 0.25f * e) : 448.0f);
+    S.upload(S_host.data(), S_host.size() * 4);
+  }
+  moe::grouped_layout<Start> layout_for(int cap) const { return {cap, I / 16, E, nullptr}; }
+  moe::inputs inputs() const { return {{x.as<__nv_bfloat16>(), capacity, H, H}, w.as<__nv_bfloat16>(), with_bias ? bias.as<float>() : nullptr}; }
+  moe::grouped_output<Start> output() const {
+    return {packed.as<std::uint8_t>(), I / 2, scales.as<std::uint8_t>(), {capacity, I / 16, E, d_offsets.as<std::int32_t>()}};
+  }
+  moe::global_scales global() const { return {S.as<float>(), per_expert_S}; }
+  /// Sets other counts (same experts, total at most the capacity) in the device offsets.
+  void reroute(const std::vector<std::int32_t>& new_counts) {
+    counts = new_counts;
+    offsets = moe::offsets_of(new_counts);
+    REQUIRE(offsets.back() <= capacity);
+    rows = offsets.back();
+    d_offsets.upload(offsets.data(), offsets.size() * 4);
+  }
+};
+
+/// The dense plan with the grouped plan's tiles and schedule (no K split).
+l1_gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
+  l1_gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
+  return d;
+}
+
+/// Runs the dense sm_90a kernel on expert e's rows with the grouped plan's tiles and the same
+/// epilogue as the grouped one binds, and returns its packed rows and its whole scale tensor.
+template <class Start, class Activation>
+void dense_expert(const grouped_problem<Start>& p, int e, const grouped_plan& plan, const Activation& act, std::vector<unsigned char>& packed,
+                  std::vector<unsigned char>& scales) {
+  const int count = p.counts[static_cast<std::size_t>(e)];
+  const l1_gemm::layout layout{count, p.I / 16};
+  device_buffer d_packed(std::size_t(count) * p.I / 2), d_scales(static_cast<std::size_t>(layout.size_bytes()));
+  const fp4fuse::quantized_matrix<l1_gemm::format, l1_gemm::layout> out{d_packed.as<std::uint8_t>(), p.I / 2, d_scales.as<std::uint8_t>(), layout};
+  const float* S = p.S.template as<float>() + (p.per_expert_S ? e : 0);
+  const l1_gemm::swiglu_nvfp4<Activation> epi{out, S, act};
+  const __nv_bfloat16* x_e = p.x.template as<__nv_bfloat16>() + std::size_t(p.offsets[static_cast<std::size_t>(e)]) * p.H;
+  const __nv_bfloat16* w_e = p.w.template as<__nv_bfloat16>() + std::size_t(e) * p.N * p.H;
+  const l1_gemm::sm90::launch_plan dp = dense_plan(plan);
+  fp4fuse::result r;
+  if (p.with_bias) {
+    const l1_gemm::with_bias<l1_gemm::swiglu_nvfp4<Activation>> biased{epi, p.bias.template as<float>() + std::size_t(e) * p.N, p.N};
+    r = l1_gemm::gemm(x_e, w_e, count, p.N, p.H, biased, l1_gemm::engine::wgmma, nullptr, &dp);
+  } else {
+    r = l1_gemm::gemm(x_e, w_e, count, p.N, p.H, epi, l1_gemm::engine::wgmma, nullptr, &dp);
+  }
+  INFO(r.message());
+  REQUIRE(static_cast<bool>(r));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  packed = d_packed.download();
+  scales = d_scales.download();
+}
+
+/// The grouped fused output of `p` (already run) against the dense kernel expert by expert, the
+/// grouped layout's other bytes, the untouched slack rows and the float64 reference on sampled rows.
+template <class Start, class Activation>
+void check_against_dense(const grouped_problem<Start>& p, const grouped_plan& plan, const Activation& act) {
+  const auto got_packed = p.packed.download(), got_scales = p.scales.download();
+  moe::grouped_layout<Start> layout = p.layout_for(p.capacity);
+  layout.expert_offsets = p.offsets.data();  // the host copy
+  std::size_t expert_mismatches = 0;
+  for (int e = 0; e < p.E; ++e) {
+    const int count = p.counts[static_cast<std::size_t>(e)];
+    if (count == 0) continue;
+    std::vector<unsigned char> packed, scales;
+    dense_expert(p, e, plan, act, packed, scales);
+    const auto block = layout.expert(e);
+    const bool same_packed = std::equal(packed.begin(), packed.end(), got_packed.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * (p.I / 2));
+    const bool same_scales = std::equal(scales.begin(), scales.end(), got_scales.begin() + std::ptrdiff_t(block.start_row) * layout.padded_cols());
+    if (!same_packed || !same_scales) {
+      if (expert_mismatches < 3) UNSCOPED_INFO("expert " << e << " (" << count << " rows): packed " << same_packed << " scales " << same_scales);
+      ++expert_mismatches;
+    }
+  }
+  CHECK(expert_mismatches == 0);
+  CHECK(moe::padding_is_zero(got_scales, layout));
+  // Packed rows beyond the routed ones: never written.
+  CHECK(std::all_of(got_packed.begin() + std::ptrdiff_t(p.rows) * (p.I / 2), got_packed.end(), [](unsigned char c) { return c == poison; }));
+  CHECK(p.packed.guard_intact());
+  CHECK(p.scales.guard_intact());
+  // The float64 reference: the first and last row of a few experts.
+  const moe::reference ref{p.v, p.H, p.I, p.with_bias};
+  moe::comparison cmp;
+  int sampled = 0;
+  for (int e = 0; e < p.E && sampled < 6; ++e) {
+    if (p.counts[static_cast<std::size_t>(e)] == 0) continue;
+    for (int r : {p.offsets[static_cast<std::size_t>(e)], p.offsets[static_cast<std::size_t>(e) + 1] - 1}) {
+      ref.compare_row(cmp, got_packed, got_scales, layout, r, e, act, p.S_host[static_cast<std::size_t>(p.per_expert_S ? e : 0)]);
+    }
+    ++sampled;
+  }
+  INFO("float64 reference: " << cmp.code_diffs << " of " << cmp.codes << " codes differ; rel. RMS " << cmp.rel_rms() << " (reference "
+                             << cmp.reference_rel_rms() << ")");
+  CHECK(cmp.diff_fraction() < 0.01);
+  CHECK(cmp.rel_rms() <= cmp.reference_rel_rms() * 1.05 + 1e-4);
+}
+
+template <class Start, class Activation>
+void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bias, bool per_expert, const grouped_plan& plan,
+                 const Activation& act, const char* what) {
+  INFO(what << ": E=" << counts.size() << " H=" << H << " I=" << I << (bias ? " bias" : "") << (per_expert ? " per-expert S" : "")
+            << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+  grouped_problem<Start> p(counts, H, I, 7, bias, per_expert, rng(what)());
+  const fp4fuse::result r = moe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
+  INFO(r.message());
+  REQUIRE(static_cast<bool>(r));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  check_against_dense(p, plan, act);
+}
+
+bool grouped_runs_here() { return l1_gemm::detail::wgmma_runs_here(); }
+
+const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
+                                  {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true}};
+
+}  // namespace
+
+TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) {
+    WARN("no sm_90 device with an sm_90a image: the grouped kernels are not exercised");
+    return;
+  }
+  // Edge counts: empty experts, 1, 15, 127, 128, 129 rows, and more than one tile pair.
+  const std::vector<std::int32_t> edges{0, 1, 15, 0, 127, 128, 129, 0, 300, 2};
+  for (const grouped_plan& plan : all_plans) {
+    check_fused<offset_bound>(edges, 256, 80, false, false, plan, fp4fuse::activation::swiglu{}, "edge counts, offset bound");
+    check_fused<padded_prefix_sum>(edges, 200, 208, true, true, plan, fp4fuse::activation::swiglu_clamped{}, "edge counts, prefix sums, bias");
+  }
+}
+
+TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) return;
+  auto g = rng("moe routings");
+  const grouped_plan planned = l1_gemm::sm90::plan_grouped(512, 16);
+  // All rows in one expert; uniform and skewed top-k routings.
+  check_fused<offset_bound>({0, 0, 700, 0, 0}, 128, 64, false, false, grouped_plan{128, 256, 1, false}, fp4fuse::activation::swiglu{},
+                            "all rows in one expert");
+  check_fused<padded_prefix_sum>({0, 0, 700, 0, 0}, 128, 64, true, false, grouped_plan{64, 256, 1, false}, fp4fuse::activation::swiglu_clamped{},
+                                 "all rows in one expert, 64-row tiles");
+  check_fused<offset_bound>(moe::route(300, 16, 4, moe::routing::uniform, g()), 512, 128, false, false, planned, fp4fuse::activation::swiglu{},
+                            "uniform top-4 of 16");
+  check_fused<offset_bound>(moe::route(300, 16, 4, moe::routing::skewed, g()), 512, 128, false, true, planned, fp4fuse::activation::swiglu{},
+                            "skewed top-4 of 16");
+  // DeepSeek-V3's and GPT-OSS's expert shapes (fewer experts), each with its activation.
+  check_fused<offset_bound>(moe::route(40, 6, 2, moe::routing::uniform, g()), 7168, 2048, false, false, grouped_plan{64, 256, 1, false},
+                            fp4fuse::activation::swiglu{}, "DeepSeek-V3 experts");
+  check_fused<padded_prefix_sum>(moe::route(200, 4, 2, moe::routing::skewed, g()), 2880, 2880, true, true, grouped_plan{128, 256, 1, false},
+                                 fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts");
+  check_fused<offset_bound>(moe::route(1500, 4, 2, moe::routing::uniform, g()), 2880, 2880, true, false, grouped_plan{128, 128, 2, true},
+                            fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts, ping-pong");
+}
+
+TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) return;
+  auto g = rng("moe graph");
+  const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
+  grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
+  const grouped_plan plan = l1_gemm::sm90::plan_grouped(p.capacity, p.E);
+  cudaStream_t stream;
+  FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const fp4fuse::result r = moe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, stream);
+  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  INFO(r.message());
+  REQUIRE(static_cast<bool>(r));
+  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const std::vector<std::vector<std::int32_t>> routings{first, {0, 0, 0, 150, 0, 0, 149, 1}, moe::route(150, 8, 2, moe::routing::skewed, g()),
+                                                        {1, 0, 0, 0, 0, 0, 0, 0}};
+  for (const auto& counts : routings) {
+    INFO("replay with counts of total " << moe::offsets_of(counts).back());
+    p.reroute(counts);
+    FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
+    FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
+    FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
+    FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
+    check_against_dense(p, plan, fp4fuse::activation::swiglu{});
+  }
+  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
+  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+  FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) return;
+  auto g = rng("moe bf16");
+  const std::vector<std::int32_t> counts{0, 1, 15, 128, 129, 0, 40};
+  for (const grouped_plan& plan : {grouped_plan{64, 256, 1, false}, grouped_plan{128, 256, 1, false}, grouped_plan{128, 128, 2, true}}) {
+    grouped_problem<offset_bound> p(counts, 192, 96, 3, false, false, g());
+    device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);
+    const int* offs = p.d_offsets.as<std::int32_t>();
+    REQUIRE(static_cast<bool>(moe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &plan)));
+    REQUIRE(static_cast<bool>(moe::run_swiglu_bf16(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I}, fp4fuse::activation::swiglu{},
+                                                   p.E, offs, nullptr, &plan)));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    const auto got_gu = gu.download(), got_h = h.download();
+    const l1_gemm::sm90::launch_plan dp = dense_plan(plan);
+    for (int e = 0; e < p.E; ++e) {
+      const int count = counts[static_cast<std::size_t>(e)];
+      if (count == 0) continue;
+      INFO("expert " << e << " plan " << plan.block_m << "x" << plan.block_n);
+      device_buffer dgu(std::size_t(count) * p.N * 2), dh(std::size_t(count) * p.I * 2);
+      const __nv_bfloat16* x_e = p.x.as<__nv_bfloat16>() + std::size_t(p.offsets[static_cast<std::size_t>(e)]) * p.H;
+      const __nv_bfloat16* w_e = p.w.as<__nv_bfloat16>() + std::size_t(e) * p.N * p.H;
+      REQUIRE(static_cast<bool>(
+          l1_gemm::gemm(x_e, w_e, count, p.N, p.H, l1_gemm::store_bf16{{dgu.as<__nv_bfloat16>(), count, p.N, p.N}}, l1_gemm::engine::wgmma, nullptr, &dp)));
+      REQUIRE(static_cast<bool>(l1_gemm::gemm(x_e, w_e, count, p.N, p.H,
+                                              l1_gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{dh.as<__nv_bfloat16>(), count, p.I, p.I}, {}},
+                                              l1_gemm::engine::wgmma, nullptr, &dp)));
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      const auto want_gu = dgu.download(), want_h = dh.download();
+      CHECK(std::equal(want_gu.begin(), want_gu.end(), got_gu.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * p.N * 2));
+      CHECK(std::equal(want_h.begin(), want_h.end(), got_h.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * p.I * 2));
+    }
+    // Rows beyond the routed ones: untouched.
+    CHECK(std::all_of(got_gu.begin() + std::ptrdiff_t(p.rows) * p.N * 2, got_gu.end(), [](unsigned char c) { return c == poison; }));
+  }
+}
