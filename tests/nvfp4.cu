@@ -177,6 +177,7 @@ TEST_CASE("nvfp4 [gpu]: device quantizers equal the host (te_exact exactly; vllm
   FP4FUSE_TEST_CUDA(cudaFree(d_out));
 
   std::size_t te_bad = 0, vllm_scale_bad = 0, vllm_code_bad = 0, vllm_mult_far = 0, vllm_mult_differs = 0;
+  std::int64_t worst_ulps = 0;
   for (int b = 0; b < blocks; ++b) {
     float v[16];
     std::copy(&x[b * 16], &x[b * 16] + 16, v);
@@ -191,18 +192,22 @@ TEST_CASE("nvfp4 [gpu]: device quantizers equal the host (te_exact exactly; vllm
     const vllm_codec vl(S[b]);
     const fp4fuse::block_scale want_v = vl.scale_for(vllm_codec::block_amax(v));
     vllm_scale_bad += (out[b].scales >> 8) != want_v.code;
-    // rcp.approx.ftz is within 1 ulp of 1/x; two of them in a row, within 2.
     const std::int64_t ulps = std::llabs(static_cast<std::int64_t>(bits_of(out[b].mult_vllm)) -
                                          static_cast<std::int64_t>(bits_of(want_v.multiplier)));
-    if (vllm_mult_far < 5 && ulps > 2) {
+    // rcp.approx.ftz is within 1 ulp of 1/x: rcp(S) within 1, the product sf * rcp(S) (sf exact)
+    // within 1.5 after its rounding, and the final rcp within 1 + 1.5: at most 3 ulps apart in all
+    // (3 is seen in about one run in three of 2^20 blocks).
+    if (vllm_mult_far < 5 && ulps > 3) {
       UNSCOPED_INFO("vllm multiplier: S=" << S[b] << " device " << out[b].mult_vllm << " host " << want_v.multiplier);
     }
     vllm_mult_differs += ulps != 0;
-    vllm_mult_far += ulps > 2;
+    vllm_mult_far += ulps > 3;
+    worst_ulps = std::max(worst_ulps, ulps);
     // Given the device's multiplier, the host's encoder must produce the device's codes.
     vllm_code_bad += out[b].packed_vllm != packed64(vl.encode(v, {want_v.code, out[b].mult_vllm}));
   }
-  INFO("vllm multipliers differing from the host's IEEE version: " << vllm_mult_differs << " of " << blocks);
+  INFO("vllm multipliers differing from the host's IEEE version: " << vllm_mult_differs << " of " << blocks << ", by at most "
+                                                                     << worst_ulps << " ulp");
   CHECK(te_bad == 0);
   CHECK(vllm_scale_bad == 0);
   CHECK(vllm_mult_far == 0);

@@ -6,16 +6,27 @@
 /// fp4fuse::matrix_view<const __nv_bfloat16> x{d_x, M, K, K};  // [M, K], rows K elements apart
 /// \endcode
 #include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
 
 #include "fp4fuse/config.cuh"
 
 namespace fp4fuse {
 
-/// A row-major [rows, cols] matrix of T whose rows start `ld` elements apart (ld >= cols).
+/// A row-major [rows, cols] matrix of T whose rows start `ld` elements apart (ld >= cols). Built
+/// from its four fields in order (a constructor, not an aggregate, so that an initializer list
+/// meant for another type cannot fill it by brace elision).
 template <class T>
 struct matrix_view {
   /// The element type (const for inputs).
   using value_type = T;
+  /// An empty view (null data, 0 x 0).
+  constexpr matrix_view() = default;
+  /// The matrix at `data_` with `rows_` rows of `cols_` elements, `ld_` elements apart.
+  FP4FUSE_HOST_DEVICE constexpr matrix_view(T* data_, cuda::std::int64_t rows_, cuda::std::int64_t cols_, cuda::std::int64_t ld_)
+      : data(data_), rows(rows_), cols(cols_), ld(ld_) {}
+  /// A view of const elements of a view of mutable ones.
+  template <class U, class = cuda::std::enable_if_t<cuda::std::is_same_v<const U, T> && !cuda::std::is_const_v<U>>>
+  FP4FUSE_HOST_DEVICE constexpr matrix_view(const matrix_view<U>& m) : data(m.data), rows(m.rows), cols(m.cols), ld(m.ld) {}
   /// Element (0, 0).
   T* data = nullptr;
   /// Rows (M).

@@ -370,7 +370,7 @@ struct split_problem {
   /// The GEMM into output `i` on `stream`.
   fp4fuse::result run(int i, cudaStream_t stream, const l1_gemm::sm90::workspace* ws = nullptr) const {
     __nv_bfloat16* o = out.as<__nv_bfloat16>() + static_cast<std::size_t>(i) * M * N;
-    return l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, l1_gemm::store_bf16{o, N, M, N},
+    return l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, l1_gemm::store_bf16{{o, M, N, N}},
                          l1_gemm::engine::wgmma, stream, &split_plan, ws);
   }
   /// How many of outputs 0 .. count - 1 differ in any bit from output `reference`.

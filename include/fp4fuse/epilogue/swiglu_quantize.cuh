@@ -86,8 +86,9 @@ FP4FUSE_DEVICE uint2 quad_transpose_bytes(const cuda::std::uint32_t (&w)[4], int
   const cuda::std::uint32_t keep = __byte_perm(mine, theirs, odd ? 0x7632u : 0x5410u);
   const cuda::std::uint32_t got = __shfl_xor_sync(0xFFFFFFFFu, __byte_perm(mine, theirs, odd ? 0x5410u : 0x7632u), 1);
   // keep = [lane t: lo, hi | lane t^2: lo, hi], got = [lane t^1 | lane t^3]: order bytes by lane.
-  constexpr cuda::std::uint32_t low_selector[4] = {0x6240u, 0x2604u, 0x4062u, 0x0426u};
-  const cuda::std::uint32_t selector = low_selector[t];
+  // Lane t's PRMT selector (0x6240, 0x2604, 0x4062, 0x0426 for t = 0..3), shifted out of one
+  // 64-bit constant: a table indexed by t would live in local memory (a store and a load per call).
+  const auto selector = static_cast<cuda::std::uint32_t>((0x0426406226046240ull >> (16 * t)) & 0xFFFFu);
   return make_uint2(__byte_perm(keep, got, selector), __byte_perm(keep, got, selector + 0x1111u));
 }
 
