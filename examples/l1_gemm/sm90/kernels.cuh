@@ -69,13 +69,7 @@ __global__ void __launch_bounds__(threads, 1)
 #pragma unroll
       for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
       int previous = -1;
-      // A consumer whose 64 rows lie wholly beyond its group's (an expert with fewer rows than the
-      // tile, the last row block of M) computes nothing that is stored: it takes its turn on each
-      // stage without issuing MMAs, which leaves the tensor cores to the other consumer and the
-      // other CTAs' MMAs sharing L2 (its accumulators stay zero; the epilogue writes only padding).
-      const bool rows_beyond =
-          static_cast<index_t>(u.m_blk) * BlockM + (cfg::consumers_split_n ? 0 : 64 * consumer) >= u.group_rows;
-      for (int k = rows_beyond ? u.k_end : u.k_begin; k < u.k_end; ++k) {
+      for (int k = u.k_begin; k < u.k_end; ++k) {
         detail::wait_parity(&ring.full[stage], phase);
         const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
         const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
@@ -89,14 +83,6 @@ __global__ void __launch_bounds__(threads, 1)
         detail::fence_accumulators(acc);
         if (previous >= 0 && leader) detail::release_slot<Cluster>(&ring.empty[previous]);
         previous = stage;
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      for (int k = rows_beyond ? u.k_begin : u.k_end; k < u.k_end; ++k) {  // the skipping consumer's turns
-        detail::wait_parity(&ring.full[stage], phase);
-        if (leader) detail::release_slot<Cluster>(&ring.empty[stage]);
         if (++stage == stages) {
           stage = 0;
           phase ^= 1;
@@ -228,10 +214,7 @@ __global__ void __launch_bounds__(threads, 1)
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
 #pragma unroll
       for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
-      // A tile wholly beyond its group's rows (the odd one of a cluster's pair, an expert's last
-      // row block pair) takes its turns on the stages without MMAs, as in gemm_kernel.
-      const bool rows_beyond = static_cast<index_t>(u.m_blk) * block_m >= u.group_rows;
-      for (int k = rows_beyond ? k_iters : 0; k < k_iters; ++k) {
+      for (int k = 0; k < k_iters; ++k) {
         detail::wait_parity(&ring.full[stage], phase);
         const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
         const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
@@ -254,19 +237,11 @@ __global__ void __launch_bounds__(threads, 1)
           phase ^= 1;
         }
       }
-      for (int k = rows_beyond ? 0 : k_iters; k < k_iters; ++k) {  // the skipping tile's turns
-        detail::wait_parity(&ring.full[stage], phase);
-        if (leader) detail::release_slot<Cluster>(&ring.empty[stage]);
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
       if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
       detail::wgmma_wait<0>();
       detail::fence_accumulators(acc[0]);
       detail::fence_accumulators(acc[1]);
-      if (thread == 0 && !rows_beyond) {
+      if (thread == 0) {
         for (int d = 1; d <= InFlight && d <= k_iters; ++d) detail::release_slot<Cluster>(&ring.empty[(stage + stages - d) % stages]);
       }
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
