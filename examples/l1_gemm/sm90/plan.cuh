@@ -147,15 +147,16 @@ inline bool valid(const grouped_plan& p) {
 
 /// The plan for `rows` routed rows over `experts` experts, from the rows per expert were all
 /// experts routed to (rows / experts): the host never reads the routing, so the plan cannot depend
-/// on it. Below 64 rows per expert (decode: the launch streams the experts' W, and X is small)
-/// 64 x 256 tiles, whose X tile is a fifth of the bytes each K step brings in; up to 512, 128 x 256
-/// cooperative tiles (a wide W tile per X tile again; most experts have one or two row blocks, which
-/// clusters of 2 would pair with an empty one); beyond, the ping-pong kernel with clusters of 2,
-/// which hides the epilogue and halves W's L2 traffic as in the dense GEMM at large T.
+/// on it. Up to 64 rows per expert (decode: the launch streams the experts' W, and X is small)
+/// 64 x 256 cooperative tiles, whose X tile is a fifth of the bytes each K step brings in; up to
+/// 512, the ping-pong kernel's 128 x 128 tiles without clusters (most experts have one or two row
+/// blocks, which clusters of 2 would pair with an empty one; the ping-pong hides each tile's
+/// epilogue behind the other consumer's mainloop); beyond, the ping-pong kernel with clusters of 2,
+/// which also halve W's L2 traffic, as in the dense GEMM at large T (bench/RESULTS.md).
 inline grouped_plan plan_grouped(int rows, int experts) {
   const double per_expert = static_cast<double>(rows) / experts;
   if (per_expert <= 64) return {64, 256, 1, false};
-  if (per_expert < 512) return {128, 256, 1, false};
+  if (per_expert < 512) return {128, 128, 1, true};
   return {128, 128, 2, true};
 }
 
