@@ -3,6 +3,7 @@
 // D[M, N] = X[M, K] * W[N, K]^T with `mma.sync` m16n8k16 (BF16 in, FP32 accumulate), then the
 // epilogue on each warp's fragments. Deliberately simple: 128 x 128 tiles, a 32-wide K step through
 // padded shared memory, 8 warps of 16 x 128. Correctness reference and fallback, not a fast path.
+#include <cuda/cmath>
 #include "epilogues.cuh"
 
 namespace l1_gemm::mma {
@@ -79,7 +80,7 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
                        cudaStream_t stream) {
   auto* kernel = &gemm_kernel<Epilogue>;
   if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
-  const dim3 grid(static_cast<unsigned>((N + block_n - 1) / block_n), static_cast<unsigned>((M + block_m - 1) / block_m));
+  const dim3 grid(static_cast<unsigned>(cuda::ceil_div(N, block_n)), static_cast<unsigned>(cuda::ceil_div(M, block_m)));
   if (grid.y > 65535u) return {fp4fuse::status::bad_shape};
   kernel<<<grid, threads, 0, stream>>>(x, w, M, N, K, epi);
   return fp4fuse::detail::launch_result();

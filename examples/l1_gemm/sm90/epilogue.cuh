@@ -1,6 +1,7 @@
 #pragma once
 // How the sm_90a GEMM's kernels call an epilogue (epilogues.cuh): the optional members detected
 // (padding, prefetch, for_group), and the output's padding beyond a tile.
+#include <cuda/cmath>
 #include <type_traits>
 #include <utility>
 
@@ -92,8 +93,8 @@ __device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const float
   const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * Cfg::rows;
   const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * Cfg::block_n;
   const bool rows_end_here = Cluster == 1 && tile_end_row >= u.group_rows;
-  const index_t pad_row_end = rows_end_here ? (tile_end_row + 127) / 128 * 128 : tile_end_row;
-  const index_t pad_col_end = tile_end_col >= prm.N ? (tile_end_col + 127) / 128 * 128 : tile_end_col;
+  const index_t pad_row_end = rows_end_here ? cuda::round_up(tile_end_row, index_t{128}) : tile_end_row;
+  const index_t pad_col_end = tile_end_col >= prm.N ? cuda::round_up(tile_end_col, index_t{128}) : tile_end_col;
   for (index_t r = row0; r < row0 + (pad_row_end - tile_end_row) + Cfg::rows; r += Cfg::rows) {
     for (index_t c = col0; c < col0 + (pad_col_end - tile_end_col) + Cfg::block_n; c += Cfg::block_n) {
       if (r != row0 || c != col0) write_padding<Cfg::consumer_n>(epi, acc, r, c);

@@ -1,6 +1,7 @@
 #pragma once
 // The host side of the grouped (MoE) sm_90a GEMM: the launch of a grouped plan (plan.cuh) with
 // the grouped schedule (grouped_schedule.cuh) on the dense GEMM's kernels.
+#include <cuda/cmath>
 #include <algorithm>
 
 #include "grouped_schedule.cuh"
@@ -25,7 +26,7 @@ fp4fuse::result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, i
   const params prm{rows, N, K, 1, nullptr, nullptr};
   const grouped_schedule::arguments args{offsets, groups};
   // An upper bound of the units: every group's row blocks, rounded up per group.
-  const int tiles_n = (N + p.block_n - 1) / p.block_n;
+  const int tiles_n = cuda::ceil_div(N, p.block_n);
   const long long bound = (static_cast<long long>(rows) / p.block_m / p.cluster + groups + 1) * tiles_n;
   const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);

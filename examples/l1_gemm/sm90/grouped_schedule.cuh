@@ -10,6 +10,7 @@
 // W they read from DRAM about once), and within a group the dense raster (M-blocks fastest in
 // groups of 8, so that a large expert's X stays in L2 while its W strips stream past). No K split:
 // a grouped launch has enough units to fill the chip.
+#include <cuda/cmath>
 #include <cub/block/block_scan.cuh>
 #include <cuda/ptx>
 
@@ -76,9 +77,9 @@ struct grouped_schedule {
             const std::int32_t end = args.offsets[g + 1];
             if (begin < 0 || end < begin || end > prm.M) __trap();  // not a routing of M rows
             const int rows = end - begin;
-            const int tiles_m = (rows + Cfg::rows - 1) / Cfg::rows;
-            const unsigned long long unit_rows = static_cast<unsigned>((tiles_m + Cluster - 1) / Cluster);
-            const unsigned long long padded = static_cast<unsigned>((rows + 127) / 128 * 128);
+            const int tiles_m = cuda::ceil_div(rows, Cfg::rows);
+            const unsigned long long unit_rows = static_cast<unsigned>(cuda::ceil_div(tiles_m, Cluster));
+            const unsigned long long padded = static_cast<unsigned>(cuda::round_up(rows, 128));
             mine[i] = unit_rows | (padded << 32);
           }
         }
@@ -100,8 +101,8 @@ struct grouped_schedule {
       first_unit_row = s_unit;
       padded_row0 = s_padded;
       n_cols = prm.N;
-      tiles_n = (prm.N + Cfg::block_n - 1) / Cfg::block_n;
-      k_iters = (prm.K + block_k - 1) / block_k;
+      tiles_n = cuda::ceil_div(prm.N, Cfg::block_n);
+      k_iters = cuda::ceil_div(prm.K, block_k);
       splits = 1;
       units = s_unit[groups] * tiles_n;
       first = static_cast<int>(blockIdx.x) / Cluster;

@@ -1,6 +1,7 @@
 #pragma once
 // The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance with a
 // schedule, and the dispatch of a plan to its instance with its split-K workspace.
+#include <cuda/cmath>
 #include <cuda.h>          // CUtensorMap (types only: the driver entry point is fetched at run time)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
@@ -128,11 +129,11 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
-  const int tiles_m = (M + lp.block_m - 1) / lp.block_m;
-  const int tiles = tiles_m * ((N + lp.block_n - 1) / lp.block_n);
-  lp.splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
+  const int tiles_m = cuda::ceil_div(M, lp.block_m);
+  const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
+  lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
   lp.cluster = cluster_for(lp, M);
-  lp.units = (tiles / tiles_m) * ((tiles_m + lp.cluster - 1) / lp.cluster) * lp.splits;
+  lp.units = (tiles / tiles_m) * cuda::ceil_div(tiles_m, lp.cluster) * lp.splits;
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   const int u = lp.units;
   const dense_schedule::arguments dense{};

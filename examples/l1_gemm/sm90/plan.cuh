@@ -2,6 +2,7 @@
 // What a launch of the sm_90a GEMM is: the tile shapes and their ring depth (config), the kernel's
 // arguments (params), and the host's choice of tile shape, K split and schedule for a problem
 // (plan, cluster_for, validate_plan).
+#include <cuda/cmath>
 #include <cstddef>
 
 #include <fp4fuse/status.hpp>
@@ -73,7 +74,7 @@ struct launch_plan {
 /// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
 /// tiles fill 3/4 or more of the SMs in one wave.
 inline launch_plan plan(int M, int N, int K, int sms) {
-  const int k_iters = (K + block_k - 1) / block_k;
+  const int k_iters = cuda::ceil_div(K, block_k);
   struct tile {
     int rows, cols;
     double cost_per_step;
@@ -82,11 +83,11 @@ inline launch_plan plan(int M, int N, int K, int sms) {
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
   for (const tile& t : tiles_tried) {
-    const int tiles = ((M + t.rows - 1) / t.rows) * ((N + t.cols - 1) / t.cols);
+    const int tiles = cuda::ceil_div(M, t.rows) * cuda::ceil_div(N, t.cols);
     for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
       const int units = tiles * splits;
-      const int waves = (units + sms - 1) / sms;
-      const int k_per_unit = (k_iters + splits - 1) / splits;
+      const int waves = cuda::ceil_div(units, sms);
+      const int k_per_unit = cuda::ceil_div(k_iters, splits);
       const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
       if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
         best_cost = cost;
@@ -94,7 +95,7 @@ inline launch_plan plan(int M, int N, int K, int sms) {
       }
     }
   }
-  const int tiles128 = ((M + block_m - 1) / block_m) * ((N + 127) / 128);
+  const int tiles128 = cuda::ceil_div(M, block_m) * cuda::ceil_div(N, 128);
   if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
   // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
   // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
@@ -112,7 +113,7 @@ inline launch_plan plan(int M, int N, int K, int sms) {
 /// least two row blocks, else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
-  return lp.splits == 1 && (M + lp.block_m - 1) / lp.block_m >= 2 ? 2 : 1;
+  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 ? 2 : 1;
 }
 
 /// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32 tiles,

@@ -34,6 +34,7 @@
 // same K range and W rows (they share W by multicast and release ring slots together); the
 // units of one tile that splits K have the same `tile` and splits 0 .. splits - 1, and `tile` is
 // below the tile count the split-K workspace was sized for (workspace.cuh).
+#include <cuda/cmath>
 #include <cuda/ptx>
 
 #include "plan.cuh"
@@ -92,10 +93,10 @@ struct dense_schedule {
   struct cta {
     int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank, rows;
     __device__ cta(const params& prm, const arguments&, int splits_) {
-      const int tiles_m = (prm.M + Cfg::rows - 1) / Cfg::rows;
-      tiles_n = (prm.N + Cfg::block_n - 1) / Cfg::block_n;
-      unit_rows = (tiles_m + Cluster - 1) / Cluster;
-      k_iters = (prm.K + block_k - 1) / block_k;
+      const int tiles_m = cuda::ceil_div(prm.M, Cfg::rows);
+      tiles_n = cuda::ceil_div(prm.N, Cfg::block_n);
+      unit_rows = cuda::ceil_div(tiles_m, Cluster);
+      k_iters = cuda::ceil_div(prm.K, block_k);
       splits = splits_;
       units = unit_rows * tiles_n * splits;
       first = static_cast<int>(blockIdx.x) / Cluster;

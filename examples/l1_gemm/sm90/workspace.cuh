@@ -13,6 +13,7 @@
 // stream are ordered by it; this holds for nullptr, cudaStreamLegacy and cudaStreamPerThread
 // too, each taken as the stream it stands for in the calling thread. A caller-owned workspace is
 // like an output buffer: launches that may overlap (two streams, two graphs) need one each.
+#include <cuda/cmath>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ struct workspace {
   /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count);
   /// its split is clamped to K's blocks as `launch` clamps it.
   static workspace_size size_for(const launch_plan& lp, int M, int N, int K) {
-    const int splits = std::max(1, std::min(lp.splits, (K + block_k - 1) / block_k));
+    const int splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
     if (splits == 1) return {};
     const std::size_t tiles = static_cast<std::size_t>((M + lp.block_m - 1) / lp.block_m) * ((N + lp.block_n - 1) / lp.block_n);
     const std::size_t registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread

@@ -12,6 +12,7 @@
 /// standalone `swiglu_quantize` kernel on the same fp32 gate/up values
 /// (tests/epilogue/swiglu_quantize.cu). The epilogue takes the same descriptors as that kernel:
 /// the gate/up layout tag, the activation, the format (through its codec) and a `quantized_matrix`.
+#include <cuda/cmath>
 #include <cuda/ptx>
 #include <cuda/std/type_traits>
 #include <cuda/std/utility>
@@ -160,7 +161,7 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
       }
     }();
     FP4FUSE_UNROLL
-    for (int group = 0; group < (blocks + 3) / 4; ++group) {
+    for (int group = 0; group < cuda::ceil_div(blocks, 4); ++group) {
       // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
       float h[4][4];
       float partial_amax[4];
