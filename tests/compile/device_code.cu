@@ -1,10 +1,10 @@
-// Compiled (never run) by the 'compile' suite for every GPU target the tests cover
-// (gpu_targets + test_extra_targets: sm_80, sm_89, sm_90a, sm_100a, sm_100f, sm_120a), and
-// assembled by ptxas for each: the library's device code instantiated the way the unit tests
-// instantiate it. The unit-test executables are built for gpu_targets only (the targets whose
-// tests can run); this file keeps "it compiles for sm_100a/sm_120a/..." covered for everything
-// they instantiate, the Blackwell `cvt` paths included, without compiling the tests' own
-// device code for targets that never run it.
+// Compiled (never run) by the 'compile' suite: the library's device code instantiated the way the
+// unit tests instantiate it, compiled and assembled by ptxas for every test target the unit tests
+// are not built for (test_extra_targets: sm_80, sm_89, sm_100a, sm_100f, sm_120a; the unit-test
+// executables are built for gpu_targets only, the targets whose tests can run, and so compile all
+// of this for those). This keeps "it compiles for sm_100a/sm_120a/..." covered for everything the
+// tests instantiate, the Blackwell `cvt` paths included, without compiling the tests' own device
+// code for targets that never run it.
 //
 // One device function or kernel family per block below; when a public name changes, this is the
 // place to update in tests/compile/.
