@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&S, 4));
     CHECK_CUDA(cudaMalloc(&amax, 4));
     // Activations of unit scale and weights of 2 / sqrt(H): gate and up of order 1, as in a
-    // trained layer (SiLU's IEEE division takes a slow path for gate < -87, see RESULTS.md).
+    // trained layer (SiLU's IEEE division takes a slow path for gate < -87, see bench/HISTORY.md).
     fill_bf16<<<4096, 256>>>(x, std::size_t(Tmax) * H, 1u, 1.0f);
     fill_bf16<<<4096, 256>>>(w, std::size_t(N) * H, 2u, 2.0f / std::sqrt(static_cast<float>(H)));
     CHECK_CUDA(cudaGetLastError());

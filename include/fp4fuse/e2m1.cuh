@@ -231,8 +231,8 @@ FP4FUSE_HOST_DEVICE cuda::std::uint32_t e2m1x8_encode(const float (&v)[8]) {
 
 /// Encodes sixteen floats (one NVFP4 block) into a 64-bit word, v[i] in bits 4i+3..4i.
 /// \code
-/// float block[16] = {...};
-/// uint64_t packed = fp4fuse::e2m1x16_encode(block);
+/// float block[16] = {0.5f, -1.0f, 6.0f};  // the rest 0
+/// uint64_t packed = fp4fuse::e2m1x16_encode(block);  // 0x7A1: 0.5 -> 0x1, -1 -> 0xA, 6 -> 0x7
 /// \endcode
 FP4FUSE_HOST_DEVICE cuda::std::uint64_t e2m1x16_encode(const float (&v)[16]) {
   const float(&lo)[8] = *reinterpret_cast<const float(*)[8]>(&v[0]);

@@ -45,6 +45,7 @@ inline const char* status_message(status s) {
 /// A launcher's outcome: the status, for `status::cuda_error` and `status::no_device` the CUDA
 /// error, and a sentence naming the entry point, the argument and the requirement that failed.
 /// \code
+/// const fp4fuse::matrix_view<const __nv_bfloat16> x{d_x, M, K, K};
 /// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax); !r) std::fprintf(stderr, "%s\n", r.message());
 /// \endcode
 struct [[nodiscard]] result {

@@ -58,38 +58,36 @@ __global__ void numerics_kernel(const float* in, float S, std::uint32_t* out) {
   const float gs = fp4fuse::nvfp4_global_encode_scale(x[5]);
   o[n++] = __float_as_uint(gs * fp4fuse::nvfp4_global_decode_scale(gs));
 
-  // NVFP4 blocks, both recipes; dequantization
-  o[n++] = __float_as_uint(fp4fuse::nvfp4_block_amax(v16));
-  const fp4fuse::nvfp4_block te = fp4fuse::nvfp4_quantizer<fp4fuse::recipe::te_exact>(S).quantize(v16);
-  const fp4fuse::nvfp4_quantizer<fp4fuse::recipe::vllm> vq(S);
-  const fp4fuse::nvfp4_block vl = vq.quantize(v16);
-  const std::uint64_t ve = vq.encode(v16, vq.block_scale(x[6]));
-  o[n++] = static_cast<std::uint32_t>(te.packed ^ vl.packed ^ ve) ^ te.scale ^ (vl.scale << 8);
+  // The block codecs: both formats, every recipe, every member; dequantization
+  using te_codec = fp4fuse::block_codec<fp4fuse::format::nvfp4<fp4fuse::recipe::te_exact>>;
+  using vllm_codec = fp4fuse::block_codec<fp4fuse::format::nvfp4<fp4fuse::recipe::vllm>>;
+  using ocp_codec = fp4fuse::block_codec<fp4fuse::format::mxfp4<fp4fuse::recipe::mx_ocp>>;
+  using up_codec = fp4fuse::block_codec<fp4fuse::format::mxfp4<fp4fuse::recipe::mx_round_up>>;
+  o[n++] = __float_as_uint(te_codec::combine_amax(te_codec::block_amax(v16), x[9]));
+  const te_codec tq(S);
+  const vllm_codec vq(S);
+  const auto te = tq.quantize(v16);
+  const auto vl = vq.quantize(v16);
+  const auto ve = vq.encode(v16, vq.scale_for(x[6]));
+  o[n++] = te.packed[0] ^ vl.packed[1] ^ ve.packed[0] ^ te.scale ^ (vl.scale << 8);
   float d16[16];
-  fp4fuse::nvfp4_dequantize_block(te.packed, te.scale, fp4fuse::nvfp4_global_decode_scale(S), d16);
-  o[n++] = __float_as_uint(d16[threadIdx.x % 16]);
-
-  // MXFP4 blocks, both recipes; dequantization
-  const fp4fuse::mxfp4_block mo = fp4fuse::mxfp4_quantizer<fp4fuse::recipe::mx_ocp>{}.quantize(v32);
-  const fp4fuse::mxfp4_block mr = fp4fuse::mxfp4_quantizer<fp4fuse::recipe::mx_round_up>{}.quantize(v32);
-  o[n++] = mo.packed[0] ^ mr.packed[3] ^ mo.scale ^ (mr.scale << 8);
+  tq.dequantize(te, d16);
+  o[n++] = __float_as_uint(d16[threadIdx.x % 16] * tq.decode_scale() * te_codec::scale_value(te.scale));
+  const auto mo = ocp_codec{}.quantize(v32);
+  const auto mr = up_codec{}.quantize(v32);
+  o[n++] = mo.packed[0] ^ mr.packed[3] ^ mo.scale ^ (mr.scale << 8) ^ __float_as_uint(ocp_codec::combine_amax(x[1], x[2]));
   float d32[32];
-  fp4fuse::mxfp4_dequantize_block(mo, d32);
+  ocp_codec{}.dequantize(mo, d32);
   o[n++] = __float_as_uint(d32[threadIdx.x % 32]);
 
-  // The block codecs of both formats
-  std::uint32_t w2[2], w4[4];
-  o[n++] = fp4fuse::block_codec<fp4fuse::format::nvfp4<fp4fuse::recipe::vllm>>(S).quantize(v16, w2) ^ w2[1];
-  o[n++] = fp4fuse::block_codec<fp4fuse::format::mxfp4<fp4fuse::recipe::mx_round_up>>().quantize(v32, w4) ^ w4[3];
-
   // Activations
-  o[n++] = __float_as_uint(fp4fuse::activation::silu{}.apply(x[7], x[8]));
+  o[n++] = __float_as_uint(fp4fuse::activation::swiglu{}.apply(x[7], x[8]));
   o[n++] = __float_as_uint(fp4fuse::activation::swiglu_clamped{1.702f, 7.0f}.apply(x[7], x[8]));
-  o[n++] = __float_as_uint(fp4fuse::activation::gelu_tanh{}.apply(x[7], x[8]));
+  o[n++] = __float_as_uint(fp4fuse::activation::geglu_tanh{}.apply(x[7], x[8]));
 
   // Scale layouts and fragment maps
-  const fp4fuse::scale_layout_linear lin{64, 8};
-  const fp4fuse::scale_layout_swizzled_128x4 swz{64, 8};
+  const fp4fuse::scale_layout::linear lin{64, 8};
+  const fp4fuse::scale_layout::swizzled_128x4 swz{64, 8};
   o[n++] = static_cast<std::uint32_t>(lin.offset(threadIdx.x % 64, 3) + swz.offset(threadIdx.x % 64, 5));
   o[n++] = fp4fuse::mma_m16n8_f32_fragment::row(threadIdx.x % 32, 3) + fp4fuse::wgmma_m64nN_f32_fragment<256>::col(threadIdx.x, 77) +
            fp4fuse::wgmma_m64nN_f32_fragment<256>::warp_in_warpgroup();
@@ -97,18 +95,22 @@ __global__ void numerics_kernel(const float* in, float S, std::uint32_t* out) {
 
 // ---- the fragment epilogues -------------------------------------------------------------------
 template <class Intermediate, int Tiles, class Activation, class Recipe, class Layout>
-__global__ void mma_epilogue_kernel(const float* in, Activation act, float S, fp4fuse::nvfp4_epilogue_output<Layout> out) {
+__global__ void mma_epilogue_kernel(const float* in, Activation act, float S,
+                                    fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<Recipe>, Layout> out) {
   float acc[Tiles][4];
   for (int t = 0; t < Tiles; ++t)
     for (int r = 0; r < 4; ++r) acc[t][r] = in[(threadIdx.x * Tiles + t) * 4 + r];
-  fp4fuse::swiglu_nvfp4_mma_epilogue<Intermediate>(acc, act, fp4fuse::nvfp4_quantizer<Recipe>(S), 16 * blockIdx.x, 0, out);
+  const fp4fuse::block_codec<fp4fuse::format::nvfp4<Recipe>> codec(S);
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>, Intermediate>(acc, {16 * blockIdx.x, 0}, act, codec, out);
 }
 
 template <class Intermediate, int Registers, class Activation, class Recipe, class Layout>
-__global__ void wgmma_epilogue_kernel(const float* in, Activation act, float S, fp4fuse::nvfp4_epilogue_output<Layout> out) {
+__global__ void wgmma_epilogue_kernel(const float* in, Activation act, float S,
+                                      fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<Recipe>, Layout> out) {
   float acc[Registers];
   for (int r = 0; r < Registers; ++r) acc[r] = in[threadIdx.x * Registers + r];
-  fp4fuse::swiglu_nvfp4_wgmma_epilogue<Intermediate>(acc, act, fp4fuse::nvfp4_quantizer<Recipe>(S), 64 * blockIdx.x, 0, out);
+  const fp4fuse::block_codec<fp4fuse::format::nvfp4<Recipe>> codec(S);
+  fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>, Intermediate>(acc, {64 * blockIdx.x, 0}, act, codec, out);
 }
 
 }  // namespace
@@ -124,8 +126,8 @@ using nvfp4_te = format::nvfp4<recipe::te_exact>;
 using nvfp4_vllm = format::nvfp4<recipe::vllm>;
 using mxfp4_ocp = format::mxfp4<recipe::mx_ocp>;
 using mxfp4_up = format::mxfp4<recipe::mx_round_up>;
-using linear = scale_layout_linear;
-using swizzled = scale_layout_swizzled_128x4;
+using linear = scale_layout::linear;
+using swizzled = scale_layout::swizzled_128x4;
 
 template <class... T>
 struct list {};
@@ -138,7 +140,7 @@ void use(F f) {
 
 template <class Format, class Layout, class... T>
 void quantize_for(list<T...>) {
-  (use(&quantize<Format, Layout, T>), ...);
+  (use(&quantize<const T, Format, Layout>), ...);
   (use(&dequantize<Format, Layout, T>), ...);
 }
 
@@ -154,39 +156,39 @@ void instantiate() {
 
   // swiglu_quantize: each element type, gate/up layout, activation, intermediate and format at
   // least once, and each format with each layout.
-  use(&swiglu_quantize<nvfp4_te, swizzled, gate_up::interleaved<8>, intermediate::fp32, activation::silu, bf16>);
-  use(&swiglu_quantize<nvfp4_te, swizzled, gate_up::interleaved<8>, intermediate::fp32, activation::silu, f16>);
-  use(&swiglu_quantize<nvfp4_te, swizzled, gate_up::interleaved<8>, intermediate::fp32, activation::silu, float>);
-  use(&swiglu_quantize<nvfp4_te, swizzled, gate_up::interleaved<8>, intermediate::bf16, activation::silu, bf16>);
-  use(&swiglu_quantize<nvfp4_te, linear, gate_up::split_gate_first, intermediate::fp32, activation::swiglu_clamped, bf16>);
-  use(&swiglu_quantize<nvfp4_vllm, linear, gate_up::split_up_first, intermediate::fp32, activation::gelu_tanh, bf16>);
-  use(&swiglu_quantize<nvfp4_vllm, swizzled, gate_up::interleaved<1>, intermediate::bf16, activation::swiglu_clamped, bf16>);
-  use(&swiglu_quantize<mxfp4_ocp, linear, gate_up::interleaved<8>, intermediate::fp32, activation::silu, bf16>);
-  use(&swiglu_quantize<mxfp4_up, swizzled, gate_up::split_gate_first, intermediate::bf16, activation::gelu_tanh, f16>);
-  use(&swiglu_quantize<mxfp4_ocp, swizzled, gate_up::interleaved<64>, intermediate::fp32, activation::swiglu_clamped, float>);
+  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, nvfp4_te, swizzled>);
+  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const f16, activation::swiglu, nvfp4_te, swizzled>);
+  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const float, activation::swiglu, nvfp4_te, swizzled>);
+  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::bf16, const bf16, activation::swiglu, nvfp4_te, swizzled>);
+  use(&swiglu_quantize<gate_up::split_gate_first, intermediate::fp32, const bf16, activation::swiglu_clamped, nvfp4_te, linear>);
+  use(&swiglu_quantize<gate_up::split_up_first, intermediate::fp32, const bf16, activation::geglu_tanh, nvfp4_vllm, linear>);
+  use(&swiglu_quantize<gate_up::interleaved<1>, intermediate::bf16, const bf16, activation::swiglu_clamped, nvfp4_vllm, swizzled>);
+  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, mxfp4_ocp, linear>);
+  use(&swiglu_quantize<gate_up::split_gate_first, intermediate::bf16, const f16, activation::geglu_tanh, mxfp4_up, swizzled>);
+  use(&swiglu_quantize<gate_up::interleaved<64>, intermediate::fp32, const float, activation::swiglu_clamped, mxfp4_ocp, swizzled>);
 
   // swiglu (compact output): each output type, gate/up layout and activation.
-  use(&swiglu<bf16, gate_up::split_gate_first, activation::silu, bf16>);
-  use(&swiglu<f16, gate_up::split_up_first, activation::swiglu_clamped, f16>);
-  use(&swiglu<float, gate_up::interleaved<8>, activation::gelu_tanh, float>);
-  use(&swiglu<bf16, gate_up::interleaved<1>, activation::silu, float>);
+  use(&swiglu<gate_up::split_gate_first, const bf16, activation::swiglu, bf16>);
+  use(&swiglu<gate_up::split_up_first, const f16, activation::swiglu_clamped, f16>);
+  use(&swiglu<gate_up::interleaved<8>, const float, activation::geglu_tanh, float>);
+  use(&swiglu<gate_up::interleaved<1>, const float, activation::swiglu, bf16>);
 
   // amax: both NaN policies, every element type.
-  use(&amax<nan_policy::ignore, bf16>);
-  use(&amax<nan_policy::ignore, f16>);
-  use(&amax<nan_policy::ignore, float>);
-  use(&amax<nan_policy::propagate, bf16>);
-  use(&amax<nan_policy::propagate, float>);
+  use(&amax<nan_policy::ignore, const bf16>);
+  use(&amax<nan_policy::ignore, const f16>);
+  use(&amax<nan_policy::ignore, const float>);
+  use(&amax<nan_policy::propagate, const bf16>);
+  use(&amax<nan_policy::propagate, const float>);
 
   // The epilogues: a lone block (4 tiles), a group of four blocks (16), a group plus a lone
   // block (20); both intermediates, activations, recipes and layouts; wgmma N = 256 and 64.
   use(&numerics_kernel);
-  use(&mma_epilogue_kernel<intermediate::fp32, 4, activation::silu, recipe::te_exact, swizzled>);
-  use(&mma_epilogue_kernel<intermediate::fp32, 16, activation::silu, recipe::te_exact, swizzled>);
+  use(&mma_epilogue_kernel<intermediate::fp32, 4, activation::swiglu, recipe::te_exact, swizzled>);
+  use(&mma_epilogue_kernel<intermediate::fp32, 16, activation::swiglu, recipe::te_exact, swizzled>);
   use(&mma_epilogue_kernel<intermediate::bf16, 20, activation::swiglu_clamped, recipe::vllm, linear>);
-  use(&mma_epilogue_kernel<intermediate::fp32, 8, activation::gelu_tanh, recipe::te_exact, linear>);
-  use(&wgmma_epilogue_kernel<intermediate::fp32, 128, activation::silu, recipe::te_exact, swizzled>);
-  use(&wgmma_epilogue_kernel<intermediate::bf16, 32, activation::silu, recipe::vllm, linear>);
+  use(&mma_epilogue_kernel<intermediate::fp32, 8, activation::geglu_tanh, recipe::te_exact, linear>);
+  use(&wgmma_epilogue_kernel<intermediate::fp32, 128, activation::swiglu, recipe::te_exact, swizzled>);
+  use(&wgmma_epilogue_kernel<intermediate::bf16, 32, activation::swiglu, recipe::vllm, linear>);
 }
 
 }  // namespace fp4fuse_device_code

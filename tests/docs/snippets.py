@@ -68,10 +68,17 @@ HEADER_CONTEXT = {
     "mxfp4.cuh": {"prelude": "[[maybe_unused]] float x[32] = {};\n"},
     "kernels/": {"prelude": "[[maybe_unused]] const __nv_bfloat16* x = nullptr;\n"
                             "[[maybe_unused]] std::uint8_t* packed = nullptr;\n"},
-    "epilogue/swiglu_nvfp4_mma.cuh": {
+    "matrix_view.cuh": {"prelude": "[[maybe_unused]] const __nv_bfloat16* d_x = nullptr;\n"},
+    "quantized_matrix.cuh": {"prelude": "[[maybe_unused]] std::uint8_t* packed = nullptr;\n"},
+    "scale_layout.cuh": {"prelude": "[[maybe_unused]] constexpr std::int64_t capacity = 4096;\n"
+                                    "[[maybe_unused]] constexpr int E = 256;\n"
+                                    "[[maybe_unused]] const std::int32_t* d_expert_offsets = nullptr;\n"},
+    "status.hpp": {"prelude": "[[maybe_unused]] const __nv_bfloat16* d_x = nullptr;\n"},
+    "epilogue/swiglu_quantize.cuh": {
         "space": "__device__",
-        "prelude": "[[maybe_unused]] const fp4fuse::nvfp4_quantizer<> q(448.0f);\n"
-                   "[[maybe_unused]] const fp4fuse::nvfp4_epilogue_output<fp4fuse::scale_layout_swizzled_128x4> out{};\n",
+        "prelude": "[[maybe_unused]] const float* d_S = nullptr;\n"
+                   "[[maybe_unused]] constexpr std::int64_t gate_up_col0 = 0;\n"
+                   "[[maybe_unused]] const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{};\n",
     },
 }
 

@@ -69,7 +69,7 @@ struct launch_plan {
 /// per MMA since both consumers read the same X tile), and with K split the workspace round trip
 /// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
 /// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
-/// epilogue behind the other consumer's mainloop (bench/RESULTS.md: for every epilogue once the
+/// epilogue behind the other consumer's mainloop (bench/HISTORY.md, third session: for every epilogue once the
 /// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
 /// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
 /// tiles fill 3/4 or more of the SMs in one wave.
@@ -99,7 +99,7 @@ inline launch_plan plan(int M, int N, int K, int sms) {
   if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
   // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
   // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
-  // workspace round trip (bench/RESULTS.md: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
+  // workspace round trip (bench/HISTORY.md, fourth session: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
   // split 2). Fewer tiles would leave SMs idle for all of K.
   const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
   const bool one_row_block = M <= 64;  // measured there; with two, clusters of 2 would pair them (not measured)

@@ -130,7 +130,8 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
 /// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
 /// reduced in every lane instead, which takes fewer steps for one block.
 /// \code
-/// // not compiled: inside a warp's epilogue, acc from 8 mma.sync m16n8 tiles (16 x 64 gate/up)
+/// float acc[8][4];  // a warp's 16 x 64 gate/up tile: 8 mma.sync m16n8 accumulators
+/// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
 /// fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, gate_up_col0},
 ///                                                                          fp4fuse::activation::swiglu{}, codec, out);
 /// \endcode
@@ -248,7 +249,8 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
 /// Preconditions: as `swiglu_quantize_mma_epilogue`; N a multiple of 32; warpgroups aligned to 4
 /// warps of the block's linear thread index.
 /// \code
-/// // not compiled: inside a consumer warpgroup, acc from wgmma m64n256k16 (64 x 256 gate/up = 128 outputs)
+/// float acc[128];  // one thread's wgmma m64n256k16 accumulators (64 x 256 gate/up = 128 outputs)
+/// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
 /// fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, n0}, fp4fuse::activation::swiglu{},
 ///                                                                            codec, out);
 /// \endcode
