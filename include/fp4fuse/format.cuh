@@ -93,7 +93,7 @@ template <class Format>
 using quantized_block = detail::packed_block<Format::words_per_block>;
 
 /// Quantizes and dequantizes blocks of `Format`; specialised in nvfp4.cuh and mxfp4.cuh. Every
-/// specialisation has the same members: `block_amax`, `combine_amax`, `block_scale`, `encode`,
+/// specialisation has the same members: `block_amax`, `combine_amax`, `scale_for`, `encode`,
 /// `quantize`, `dequantize`, `decode_scale`, `scale_value`.
 template <class Format>
 class block_codec {

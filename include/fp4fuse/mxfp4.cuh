@@ -14,6 +14,7 @@
 /// \endcode
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
+#include "fp4fuse/detail/block_codec_base.cuh"
 #include "fp4fuse/e2m1.cuh"
 #include "fp4fuse/format.cuh"
 #include "fp4fuse/recipe.cuh"
@@ -64,7 +65,7 @@ struct mxfp4_recipe<recipe::mx_round_up> {
 /// MXFP4 with recipe `Recipe` (`recipe::mx_ocp` or `recipe::mx_round_up`). Stateless; bit-identical
 /// on the host and every GPU.
 template <class Recipe>
-class block_codec<format::mxfp4<Recipe>> {
+class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block_codec<format::mxfp4<Recipe>>, format::mxfp4<Recipe>> {
  public:
   /// The format.
   using format_type = format::mxfp4<Recipe>;
@@ -100,17 +101,6 @@ class block_codec<format::mxfp4<Recipe>> {
   /// const fp4fuse::block_scale s = fp4fuse::block_codec<fp4fuse::format::mxfp4<>>().scale_for(6.0f);  // 127, 1.0f
   /// \endcode
   FP4FUSE_HOST_DEVICE block_scale scale_for(float block_amax) const { return detail::mxfp4_recipe<Recipe>::scale_for(block_amax); }
-
-  /// Encodes 32 elements with a scale from `scale_for`: nibble i = e2m1(x[i] * s.multiplier).
-  FP4FUSE_HOST_DEVICE block_type encode(const float (&x)[block_size], block_scale s) const {
-    block_type b;
-    detail::encode_scaled(x, s.multiplier, b.packed);
-    b.scale = s.code;
-    return b;
-  }
-
-  /// amax, scale and encoding of one block: `encode(x, scale_for(block_amax(x)))`.
-  FP4FUSE_HOST_DEVICE block_type quantize(const float (&x)[block_size]) const { return encode(x, scale_for(block_amax(x))); }
 
   /// Decodes one block: out[i] = e2m1(nibble i) * 2^(scale - 127) (NaN for scale 0xFF). Exact
   /// unless the product is a float subnormal on a flush-to-zero device build.

@@ -17,6 +17,7 @@
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
+#include "fp4fuse/detail/block_codec_base.cuh"
 #include "fp4fuse/e2m1.cuh"
 #include "fp4fuse/e4m3.cuh"
 #include "fp4fuse/format.cuh"
@@ -77,10 +78,15 @@ struct nvfp4_recipe<recipe::vllm> {
 }  // namespace detail
 
 /// NVFP4 with recipe `Recipe` (`recipe::te_exact` or `recipe::vllm`). Numerics: docs/NUMERICS.md;
-/// te_exact is bit-identical on the host and every GPU; vllm's multiplier can differ by an ulp of
-/// `rcp.approx` between host and device (the scale byte never does).
+/// te_exact is bit-identical on the host and every GPU; vllm's multiplier can differ by up to 3 ulp
+/// of `rcp.approx` between host and device (the scale byte never does). `encode` and `quantize`
+/// come from the base shared with MXFP4:
+/// \code
+/// float x[16] = {0.1f, -0.7f, 2.5f, 6.0f};  // the rest 0
+/// const auto b = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(448.0f).quantize(x);  // b.scale == 0x7E
+/// \endcode
 template <class Recipe>
-class block_codec<format::nvfp4<Recipe>> {
+class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block_codec<format::nvfp4<Recipe>>, format::nvfp4<Recipe>> {
  public:
   /// The format.
   using format_type = format::nvfp4<Recipe>;
@@ -112,21 +118,6 @@ class block_codec<format::nvfp4<Recipe>> {
 
   /// The block's E4M3 byte and element multiplier for a block amax (recipe.cuh has the formulas).
   FP4FUSE_HOST_DEVICE block_scale scale_for(float block_amax) const { return recipe_.scale_for(block_amax); }
-
-  /// Encodes 16 elements with a scale from `scale_for`: nibble i = e2m1(x[i] * s.multiplier).
-  FP4FUSE_HOST_DEVICE block_type encode(const float (&x)[block_size], block_scale s) const {
-    block_type b;
-    detail::encode_scaled(x, s.multiplier, b.packed);
-    b.scale = s.code;
-    return b;
-  }
-
-  /// amax, scale and encoding of one block: `encode(x, scale_for(block_amax(x)))`.
-  /// \code
-  /// float x[16] = {0.1f, -0.7f, 2.5f, 6.0f};  // the rest 0
-  /// const auto b = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(448.0f).quantize(x);  // b.scale == 0x7E
-  /// \endcode
-  FP4FUSE_HOST_DEVICE block_type quantize(const float (&x)[block_size]) const { return encode(x, scale_for(block_amax(x))); }
 
   /// Decodes one block: out[i] = (e2m1(nibble i) * e4m3(scale)) * (1/S). The first product is
   /// exact; the second rounds once.
