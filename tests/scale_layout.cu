@@ -7,14 +7,17 @@
 
 #include "test_support.hpp"
 
-using scale_layout_linear = fp4fuse::scale_layout::linear;
-using scale_layout_swizzled_128x4 = fp4fuse::scale_layout::swizzled_128x4;
+namespace scale_layout = fp4fuse::scale_layout;
 
-static_assert(scale_layout_swizzled_128x4{1, 1}.size_bytes() == 512, "one tile minimum");
-static_assert(scale_layout_swizzled_128x4{129, 5}.size_bytes() == 256 * 8, "padding to 128 x 4");
+static_assert(scale_layout::swizzled_128x4{1, 1}.size_bytes() == 512, "one tile minimum");
+static_assert(scale_layout::swizzled_128x4{129, 5}.size_bytes() == 256 * 8, "padding to 128 x 4");
+static_assert(!scale_layout::is_grouped<scale_layout::linear> && !scale_layout::is_grouped<scale_layout::swizzled_128x4> &&
+                  scale_layout::is_grouped<scale_layout::grouped_swizzled_128x4<scale_layout::expert_start::offset_bound>> &&
+                  scale_layout::is_grouped<scale_layout::grouped_swizzled_128x4<scale_layout::expert_start::padded_prefix_sum>>,
+              "the dense entry points refuse exactly the grouped layouts");
 
 TEST_CASE("swizzled 128x4: offsets of hand-picked positions", "[scale_layout]") {
-  const scale_layout_swizzled_128x4 l{300, 7};  // M' = 384, K' = 8
+  const scale_layout::swizzled_128x4 l{300, 7};  // M' = 384, K' = 8
   CHECK(l.padded_rows() == 384);
   CHECK(l.padded_cols() == 8);
   CHECK(l.offset(0, 0) == 0);
@@ -31,7 +34,7 @@ TEST_CASE("swizzled 128x4: offsets of hand-picked positions", "[scale_layout]") 
 TEST_CASE("swizzled 128x4: a bijection onto [0, M' * K') for many shapes; padding enumerated", "[scale_layout]") {
   for (std::int64_t M : {1, 2, 31, 32, 33, 127, 128, 129, 255, 256, 300, 1000}) {
     for (std::int64_t kb : {1, 2, 3, 4, 5, 8, 9, 448}) {
-      const scale_layout_swizzled_128x4 l{M, kb};
+      const scale_layout::swizzled_128x4 l{M, kb};
       std::vector<int> hits(static_cast<std::size_t>(l.size_bytes()), 0);
       std::int64_t padding = 0;
       for (std::int64_t m = 0; m < l.padded_rows(); ++m) {
@@ -53,7 +56,7 @@ TEST_CASE("swizzled 128x4: a bijection onto [0, M' * K') for many shapes; paddin
 }
 
 TEST_CASE("linear: row-major, no padding", "[scale_layout]") {
-  const scale_layout_linear l{5, 7};
+  const scale_layout::linear l{5, 7};
   CHECK(l.size_bytes() == 35);
   CHECK(l.offset(2, 3) == 17);
   CHECK_FALSE(l.is_padding(4, 6));
@@ -103,6 +106,7 @@ void check_grouped(const char* salt) {
       REQUIRE(l.padded_rows() == (capacity + 127 * experts + 127) / 128 * 128);
       REQUIRE(l.size_bytes() == l.padded_rows() * ((kb + 3) / 4 * 4));
       std::vector<int> hits(static_cast<std::size_t>(l.size_bytes()), 0);
+      std::vector<char> routed(static_cast<std::size_t>(l.size_bytes()), 0);  // by (scale-tensor row, column)
       std::int64_t previous_end = 0;
       for (int e = 0; e < experts; ++e) {
         const auto b = l.expert(e);
@@ -118,6 +122,7 @@ void check_grouped(const char* salt) {
             const std::int64_t o = l.offset(r, k);
             REQUIRE(o == b.start_row * l.padded_cols() + b.layout.offset(r - off[e], k));
             ++hits[static_cast<std::size_t>(o)];
+            routed[static_cast<std::size_t>((b.start_row + r - off[e]) * l.padded_cols() + k)] = 1;
           }
         }
       }
@@ -129,10 +134,17 @@ void check_grouped(const char* salt) {
       }
       REQUIRE(data == off.back() * kb);
       if (experts <= 33 && kb <= 9) {  // is_padding is O(E) per call
-        std::int64_t padding = 0;
+        // is_padding is exactly "no routed scale here", position by position.
+        std::int64_t wrong = 0, first_wrong = -1;
         for (std::int64_t r = 0; r < l.padded_rows(); ++r)
-          for (std::int64_t k = 0; k < l.padded_cols(); ++k) padding += l.is_padding(r, k);
-        REQUIRE(padding == l.size_bytes() - data);
+          for (std::int64_t k = 0; k < l.padded_cols(); ++k) {
+            const std::int64_t i = r * l.padded_cols() + k;
+            if (l.is_padding(r, k) == static_cast<bool>(routed[static_cast<std::size_t>(i)])) {
+              if (wrong++ == 0) first_wrong = i;
+            }
+          }
+        INFO("first wrong is_padding at row " << first_wrong / l.padded_cols() << ", column " << first_wrong % l.padded_cols());
+        REQUIRE(wrong == 0);
       }
     }
   }

@@ -84,8 +84,10 @@ __global__ void sm90a_image_probe(int* has_wgmma) {
 }
 
 /// True when the wgmma kernel can run here: an sm_90 device and an sm_90a image in this build.
-/// The first call per device launches a one-thread probe and synchronises (not while a stream is
-/// being captured); the answer is cached.
+/// The first call per device launches a one-thread probe on a private stream and waits for it, in
+/// relaxed capture mode: a capture under way on another stream is neither joined nor broken. A
+/// definite answer is cached; a probe that fails for another reason (out of memory, say) answers
+/// false this time and runs again on the next call.
 inline bool wgmma_runs_here() {
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
@@ -94,22 +96,38 @@ inline bool wgmma_runs_here() {
     return false;
   }
   if (major != 9 || minor != 0 || device < 0 || device >= 64) return false;
-  static int cached[64] = {};  // 0 unknown, 1 yes, 2 no
+  enum : int { unknown, yes, no };
+  static int cached[64] = {};
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
-  if (cached[device] == 0) {
+  if (cached[device] != unknown) return cached[device] == yes;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  int answer = unknown;
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess) {
     int* flag = nullptr;
-    int has = 0;
-    bool ok = cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
-    if (ok) {
-      sm90a_image_probe<<<1, 1>>>(flag);
-      ok = cudaGetLastError() == cudaSuccess && cudaMemcpy(&has, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+    if (cudaMallocAsync(&flag, sizeof(int), stream) == cudaSuccess) {
+      sm90a_image_probe<<<1, 1, 0, stream>>>(flag);
+      const cudaError_t launched = cudaGetLastError();
+      int has = 0;
+      if (launched == cudaSuccess) {
+        if (cudaMemcpyAsync(&has, flag, sizeof has, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+            cudaStreamSynchronize(stream) == cudaSuccess) {
+          answer = has == 1 ? yes : no;
+        }
+      } else if (launched == cudaErrorNoKernelImageForDevice || launched == cudaErrorInvalidDeviceFunction) {
+        answer = no;  // no image for this device at all
+      }
+      (void)cudaFreeAsync(flag, stream);
     }
-    if (flag != nullptr) (void)cudaFree(flag);
-    (void)cudaGetLastError();  // a failed probe (no image at all) is an answer, not the caller's error
-    cached[device] = ok && has == 1 ? 1 : 2;
+    (void)cudaStreamSynchronize(stream);
+    (void)cudaStreamDestroy(stream);
   }
-  return cached[device] == 1;
+  (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  if (answer != unknown) cached[device] = answer;
+  return answer == yes;
 }
 
 }  // namespace detail

@@ -13,6 +13,8 @@
 // the standalone kernel over all rows, dense scale layout) are there for comparison.
 //
 // A header to vendor with the rest of examples/l1_gemm/: it needs fp4fuse and an sm_90a target.
+#include <cuda/cmath>
+
 #include <algorithm>
 #include <cstdio>
 #include <type_traits>
@@ -107,49 +109,67 @@ struct grouped {
 
 namespace detail {
 
-/// The launch's shape from the inputs: H, 2I = N, E; `offsets` device memory.
-inline void check_inputs(fp4fuse::detail::checker& c, const inputs& in, index_t N, int experts, const std::int32_t* offsets) {
+/// Where the experts and their offsets come from, for the messages: the output's layout (flow 3)
+/// or the BF16 flows' arguments.
+struct expert_names {
+  const char* experts;
+  const char* offsets;
+};
+
+/// Everything a grouped launch needs of its arguments, checked before any CUDA call or write: the
+/// inputs, E and the offsets, the gate/up width N = 2I (`n_name` says which argument holds it),
+/// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
+/// this GPU runs the sm_90a kernels.
+inline void check_launch(fp4fuse::detail::checker& c, const inputs& in, index_t N, const char* n_name, int experts,
+                         const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
             static_cast<long long>(in.x.ld), static_cast<long long>(in.x.cols));
   c.not_null(in.w, "in.w");
   c.aligned(in.w, 16, "in.w", "TMA");
   c.aligned(in.bias, 8, "in.bias", "float2 loads");
-  c.not_null(offsets, "expert_offsets");
-  c.aligned(offsets, 4, "expert_offsets", "int32");
-  c.require(experts >= 1 && experts <= sm90::max_groups, status::bad_shape, "experts = %d must be in [1, %d]", experts, sm90::max_groups);
-  c.require(N >= 32 && N % 32 == 0, status::not_multiple_of_block, "2I = %lld must be a positive multiple of 32 (one NVFP4 block of gate/up)",
+  c.not_null(offsets, names.offsets);
+  c.aligned(offsets, 4, names.offsets, "int32");
+  c.require(experts >= 1 && experts <= sm90::max_groups, status::bad_shape, "%s = %d must be in [1, %d]", names.experts, experts,
+            sm90::max_groups);
+  c.require(N >= 32 && N % 32 == 0, status::not_multiple_of_block, "%s gives 2I = %lld: a positive multiple of 32 is needed", n_name,
             static_cast<long long>(N));
   c.require(in.x.rows < (index_t(1) << 30) && in.x.cols < (index_t(1) << 20), status::bad_shape,
-            "in.x is [%lld, %lld]: at most 2^30 rows and 2^20 columns", static_cast<long long>(in.x.rows), static_cast<long long>(in.x.cols));
-  c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "experts * 2I = %lld exceeds 32-bit W row indexing",
-            static_cast<long long>(experts) * N);
+            "in.x is [%lld, %lld]: fewer than 2^30 rows and 2^20 columns are supported", static_cast<long long>(in.x.rows),
+            static_cast<long long>(in.x.cols));
+  c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "%s * 2I = %lld exceeds 32-bit W row indexing",
+            names.experts, static_cast<long long>(experts) * N);
+  // The schedule counts units (every expert's 64-row blocks times the 128-wide column tiles, at
+  // most) in int.
+  c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
+            "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
+            static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
+  if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
+  if (c && in.x.rows > 0) {
+    c.require(l1_gemm::detail::wgmma_runs_here(), status::unsupported_architecture,
+              "needs an sm_90 GPU and an sm_90a image in this build (the grouped kernels are sm_90a)");
+  }
 }
 
-}  // namespace detail
-
-/// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`): validates, then launches
-/// on the sm_90a engine (an sm_90 device with this build's sm_90a image is required).
+/// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`) whose arguments
+/// `check_launch` has accepted.
 template <class Epilogue>
-fp4fuse::result grouped_gemm(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi,
-                             cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::detail::checker c("l1_gemm::moe::grouped_gemm");
-  detail::check_inputs(c, in, N, experts, offsets);
-  if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
-  if (!c) return c.outcome();
+fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi, cudaStream_t stream,
+                       const sm90::grouped_plan* force_plan) {
   if (in.x.rows == 0) return {};
-  if (!l1_gemm::detail::wgmma_runs_here()) {
-    return fp4fuse::result::with(status::unsupported_architecture,
-                                 "l1_gemm::moe::grouped_gemm: needs an sm_90 GPU and an sm_90a image in this build");
-  }
   return sm90::launch_grouped(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
                               offsets, epi, stream, force_plan);
 }
 
+}  // namespace detail
+
 /// Flow 3, the fused grouped L1: act(gate + bias_g) * (up + bias_u) of every routed row as NVFP4
 /// into `out` (whose layout holds E, the offsets and the capacity). The whole scale tensor is
-/// written: it is cleared first (one memset on `stream`), then each expert's scales and in-band
-/// padding; packed rows at or beyond expert_offsets[E] are not written.
+/// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
+/// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
+/// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
+/// nothing. The first call probes the GPU once (l1_gemm::detail::wgmma_runs_here: a private
+/// stream, outside any capture), so the call may be captured into a CUDA graph.
 template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
@@ -159,17 +179,18 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
   c.not_null(S.scales, "S.scales (NVFP4 global encode scales, device memory)");
   c.aligned(S.scales, 4, "S.scales", "float");
-  detail::check_inputs(c, in, 2 * out.cols(), out.layout.experts, out.layout.expert_offsets);
+  const index_t N = 2 * out.cols();
+  detail::check_launch(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
+                       {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
     return fp4fuse::detail::cuda_failure(err, "l1_gemm::moe::run_fused");
   }
-  const index_t N = 2 * out.cols();
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
-  return in.bias != nullptr
-             ? grouped_gemm(in, N, out.layout.experts, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
-             : grouped_gemm(in, N, out.layout.experts, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
+  const int E = out.layout.experts;
+  return in.bias != nullptr ? detail::launch(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
+                            : detail::launch(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
 }
 
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
@@ -177,13 +198,14 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
                                 cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
   fp4fuse::detail::checker c("l1_gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
-  c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows must equal in.x.rows");
+  c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
+            static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
+  detail::check_launch(c, in, gate_up.cols, "gate_up.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan);
   if (!c) return c.outcome();
   const epilogue::store_bf16 e{gate_up, in.bias};
-  return in.bias != nullptr ? grouped_gemm(in, gate_up.cols, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, gate_up.cols},
-                                           stream, force_plan)
-                            : grouped_gemm(in, gate_up.cols, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, gate_up.cols},
-                                           stream, force_plan);
+  const index_t N = gate_up.cols;
+  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, N}, stream, force_plan)
+                            : detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan);
 }
 
 /// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row.
@@ -192,13 +214,15 @@ fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
   fp4fuse::detail::checker c("l1_gemm::moe::run_swiglu_bf16");
   c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
-  c.require(h.rows == in.x.rows, status::bad_shape, "h.rows must equal in.x.rows");
-  if (!c) return c.outcome();
+  c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
+            static_cast<long long>(in.x.rows));
   const index_t N = 2 * h.cols;
+  detail::check_launch(c, in, N, "h.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan);
+  if (!c) return c.outcome();
   const epilogue::swiglu_bf16<Activation> e{h, act, in.bias};
-  return in.bias != nullptr
-             ? grouped_gemm(in, N, experts, offsets, epilogue::grouped<epilogue::swiglu_bf16<Activation>, true>{e, N}, stream, force_plan)
-             : grouped_gemm(in, N, experts, offsets, epilogue::grouped<epilogue::swiglu_bf16<Activation>, false>{e, N}, stream, force_plan);
+  using g = epilogue::swiglu_bf16<Activation>;
+  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<g, true>{e, N}, stream, force_plan)
+                            : detail::launch(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan);
 }
 
 }  // namespace l1_gemm::moe

@@ -21,7 +21,7 @@ inline constexpr float e2m1_max = 6.0f;
 /// TransformerEngine's convention for 0 and Inf; NaN is documented here because TE leaves it to
 /// fminf.
 /// \code
-/// float S = fp4fuse::nvfp4_global_encode_scale(tensor_amax);  // pass S to the quantizer
+/// float S = fp4fuse::nvfp4_global_encode_scale(tensor_amax);  // pass S to block_codec<format::nvfp4<>>
 /// float alpha = fp4fuse::nvfp4_global_decode_scale(S);      // the next GEMM's alpha factor
 /// \endcode
 FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_encode_scale(float tensor_amax) {

@@ -36,13 +36,15 @@
 ///   | expert 0: 130 rows | 130 data + 126 pad         | expert 0: 130 rows |
 ///   |                    |                            |                    |
 ///   +--------------------+ 256                        +--------------------+ 256
-///   | expert 1: 0 rows   | (no band)                  | gap (expert 1: 0)  | 256 .. 384: no expert
+///   | expert 1: 0 rows   | (no band)                  | gap                | 256 .. 384: no expert
 ///   +--------------------+ 256                        +--------------------+ 384
 ///   | expert 2: 5 rows   | 5 data + 123 pad           | expert 2: 5 rows   |
 ///   +--------------------+ 384                        +--------------------+ 512
 ///   | tail up to padded_rows(): no expert             | tail up to padded_rows()
 /// \endverbatim
-/// Both fit in padded_rows() = round_up(rows + 127 E, 128) rows for any routing (start_{e+1} >=
+/// offset_bound leaves a gap wherever the bound runs past the previous band, after a non-empty
+/// expert too (counts {128, 5}: expert 1 starts at row 256). Both fit in
+/// padded_rows() = round_up(rows + 127 E, 128) rows for any routing (start_{e+1} >=
 /// start_e + round_up(count_e, 128) in both conventions), so the allocation is data-independent
 /// (CUDA graphs). Every byte that is not a scale of a routed row is padding and holds 0x00:
 /// expert padding, gaps and the tail.
@@ -239,5 +241,15 @@ struct grouped_swizzled_128x4 {
     return true;
   }
 };
+
+/// True for a grouped (MoE) layout, whose offsets depend on the routing: only grouped kernels
+/// write it (each expert's block through its own `swizzled_128x4`). The dense entry points
+/// (quantize, swiglu_quantize, dequantize, the fragment epilogues) refuse one at compile time,
+/// since their grids index rows as one matrix and would miss the experts' gaps and padding.
+template <class Layout>
+inline constexpr bool is_grouped = false;
+/// `is_grouped` of `grouped_swizzled_128x4`, for either expert start convention.
+template <class ExpertStart>
+inline constexpr bool is_grouped<grouped_swizzled_128x4<ExpertStart>> = true;
 
 }  // namespace fp4fuse::scale_layout

@@ -17,6 +17,35 @@ using fp4fuse::scale_layout::expert_start::offset_bound;
 using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
 namespace moe = l1_gemm::moe;
 
+// First in the file: in a whole run the process's first GPU probe happens inside the capture.
+TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][examples][moe]") {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    WARN("no CUDA device: the probe is not exercised");
+    return;
+  }
+  int device = 0, major = 0, minor = 0;
+  FP4FUSE_TEST_CUDA(cudaGetDevice(&device));
+  FP4FUSE_TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FP4FUSE_TEST_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  cudaStream_t stream = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal}) {
+    INFO("capture mode " << static_cast<int>(mode));
+    FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
+    const bool here = l1_gemm::detail::wgmma_runs_here();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
+    CHECK(capture == cudaStreamCaptureStatusActive);
+    cudaGraph_t graph = nullptr;
+    FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    CHECK(here == (major == 9 && minor == 0));  // this binary has an sm_90a image
+  }
+  FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
+}
+
 TEST_CASE("MoE L1: the grouped schedule finds each unit's group, empty groups skipped", "[examples][moe]") {
   auto g = rng("moe group search");
   for (int trial = 0; trial < 200; ++trial) {
@@ -81,15 +110,35 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.rows = 65 must equal in.x.rows = 64");
   o = out;
   o.layout.expert_offsets = nullptr;
-  refused(good, o, S, fp4fuse::status::null_pointer, "expert_offsets is null");
+  refused(good, o, S, fp4fuse::status::null_pointer, "out.layout.expert_offsets is null");
   o = out;
   o.layout.experts = 0;
-  refused(good, o, S, fp4fuse::status::bad_shape, "experts = 0 must be in [1, 1024]");
+  refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.experts = 0 must be in [1, 1024]");
   refused(good, out, moe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
   o = out;
   o.ld_packed = 36;
   refused(good, o, S, fp4fuse::status::bad_leading_dimension, "out.ld_packed = 36");
-  CHECK(moe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets).code == fp4fuse::status::null_pointer);
+  const grouped_plan no_kernel{64, 64, 1, false};
+  const fp4fuse::result forced = moe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &no_kernel);
+  INFO(forced.message());
+  CHECK(forced.code == fp4fuse::status::bad_shape);
+  CHECK(std::string(forced.message()).find("the forced plan names no kernel") != std::string::npos);
+
+  // The BF16 flows check the same things, naming their own arguments.
+  const fp4fuse::result null_out = moe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets);
+  INFO(null_out.message());
+  CHECK(null_out.code == fp4fuse::status::null_pointer);
+  CHECK(std::string(null_out.message()).find("gate_up.data is null") != std::string::npos);
+  const fp4fuse::matrix_view<__nv_bfloat16> gate_up{static_cast<__nv_bfloat16*>(fake(0x700000)), 64, 160, 160};
+  const fp4fuse::result no_experts = moe::run_bf16(good, gate_up, 0, offsets);
+  INFO(no_experts.message());
+  CHECK(no_experts.code == fp4fuse::status::bad_shape);
+  CHECK(std::string(no_experts.message()).find("l1_gemm::moe::run_bf16: experts = 0 must be in [1, 1024]") != std::string::npos);
+  const fp4fuse::result no_offsets =
+      moe::run_swiglu_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{gate_up.data, 64, 80, 80}, fp4fuse::activation::swiglu{}, 8, nullptr);
+  INFO(no_offsets.message());
+  CHECK(no_offsets.code == fp4fuse::status::null_pointer);
+  CHECK(std::string(no_offsets.message()).find("expert_offsets is null") != std::string::npos);
 }
 
 namespace {
@@ -117,8 +166,9 @@ struct grouped_problem {
     REQUIRE(moe::fill_device(w.as<void>(), std::uint64_t(E) * N * H, v, 1) == cudaSuccess);
     REQUIRE(moe::fill_device(bias.as<void>(), std::uint64_t(E) * N, v, 2) == cudaSuccess);
     d_offsets.upload(offsets.data(), offsets.size() * 4);
-    // Global scales: per expert from the expert's own activation amax (host reference of a few rows
-    // would do; a generous fixed range keeps the test independent of it), else one for all.
+    // Global scales: per expert, distinct fixed values (S for amax 2 + e / 4), so that a kernel
+    // reading another expert's S gives other bytes; else one S = 448 (amax 6) for all. The test
+    // compares with the dense kernel under the same S, so S need not match the data's amax.
     for (int e = 0; e < E; ++e) S_host.push_back(per_expert ? fp4fuse::nvfp4_global_encode_scale(2.0f + 0.25f * e) : 448.0f);
     S.upload(S_host.data(), S_host.size() * 4);
   }
@@ -246,6 +296,60 @@ TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel 
   for (const grouped_plan& plan : all_plans) {
     check_fused<offset_bound>(edges, 256, 80, false, false, plan, fp4fuse::activation::swiglu{}, "edge counts, offset bound");
     check_fused<padded_prefix_sum>(edges, 200, 208, true, true, plan, fp4fuse::activation::swiglu_clamped{}, "edge counts, prefix sums, bias");
+  }
+}
+
+namespace {
+
+/// run_fused's kernel without run_fused's memset, into a poisoned scale tensor: each expert's band
+/// (its scales and in-band padding, round_up(count, 128) rows) must equal the dense kernel's scale
+/// tensor, and every other byte (gaps, tail, the bands of empty experts) keep the poison. The kernel
+/// writes exactly the experts' bands; the memset is what zeroes the rest.
+template <class Start>
+void check_bands_without_memset(const std::vector<std::int32_t>& counts, const grouped_plan& plan, const char* what) {
+  INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+  grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
+  using nvfp4 = moe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
+  const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
+  const fp4fuse::result r = moe::detail::launch(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
+                                                moe::epilogue::grouped<nvfp4, false>{e, p.N}, nullptr, &plan);
+  INFO(r.message());
+  REQUIRE(static_cast<bool>(r));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  const auto got = p.scales.download();
+  moe::grouped_layout<Start> layout = p.layout_for(p.capacity);
+  layout.expert_offsets = p.offsets.data();
+  std::vector<char> band(got.size(), 0);
+  std::size_t mismatched_bands = 0;
+  for (int ex = 0; ex < p.E; ++ex) {
+    if (p.counts[static_cast<std::size_t>(ex)] == 0) continue;
+    std::vector<unsigned char> packed, scales;
+    dense_expert(p, ex, plan, fp4fuse::activation::swiglu{}, packed, scales);
+    const std::size_t begin = static_cast<std::size_t>(layout.expert(ex).start_row * layout.padded_cols());
+    REQUIRE(begin + scales.size() <= got.size());
+    if (!std::equal(scales.begin(), scales.end(), got.begin() + std::ptrdiff_t(begin))) ++mismatched_bands;
+    std::fill(band.begin() + std::ptrdiff_t(begin), band.begin() + std::ptrdiff_t(begin + scales.size()), 1);
+  }
+  CHECK(mismatched_bands == 0);
+  std::size_t written_outside = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) written_outside += !band[i] && got[i] != poison;
+  CHECK(written_outside == 0);
+  CHECK(p.scales.guard_intact());
+}
+
+}  // namespace
+
+TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding included, and nothing else", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) {
+    WARN("no sm_90 device with an sm_90a image: the grouped kernels are not exercised");
+    return;
+  }
+  // Counts {128, 5} leave an offset_bound gap after a full band; 1 and 129 rows leave pairs of
+  // tiles (clusters) beyond the expert's rows.
+  const std::vector<std::int32_t> counts{128, 5, 0, 1, 129, 0, 0, 64, 300};
+  for (const grouped_plan& plan : all_plans) {
+    check_bands_without_memset<offset_bound>(counts, plan, "bands, offset bound");
+    check_bands_without_memset<padded_prefix_sum>(counts, plan, "bands, prefix sums");
   }
 }
 

@@ -6,8 +6,7 @@
 #include "kernel_test_support.cuh"
 
 using namespace fp4fuse_test;
-using scale_layout_linear = fp4fuse::scale_layout::linear;
-using scale_layout_swizzled_128x4 = fp4fuse::scale_layout::swizzled_128x4;
+namespace scale_layout = fp4fuse::scale_layout;
 namespace format = fp4fuse::format;
 namespace recipe = fp4fuse::recipe;
 
@@ -105,17 +104,17 @@ void check_quantize_kernel(const char* salt) {
 }  // namespace
 
 TEST_CASE("quantize [gpu]: NVFP4 te_exact, every dtype and layout, bit-exact with every byte checked", "[gpu][quantize]") {
-  check_quantize_kernel<format::nvfp4<>, scale_layout_swizzled_128x4, __nv_bfloat16>("q nv sw bf16");
-  check_quantize_kernel<format::nvfp4<>, scale_layout_linear, __nv_bfloat16>("q nv lin bf16");
-  check_quantize_kernel<format::nvfp4<>, scale_layout_swizzled_128x4, __half>("q nv sw f16");
-  check_quantize_kernel<format::nvfp4<>, scale_layout_linear, float>("q nv lin f32");
-  check_quantize_kernel<format::nvfp4<>, scale_layout_swizzled_128x4, float>("q nv sw f32");
+  check_quantize_kernel<format::nvfp4<>, scale_layout::swizzled_128x4, __nv_bfloat16>("q nv sw bf16");
+  check_quantize_kernel<format::nvfp4<>, scale_layout::linear, __nv_bfloat16>("q nv lin bf16");
+  check_quantize_kernel<format::nvfp4<>, scale_layout::swizzled_128x4, __half>("q nv sw f16");
+  check_quantize_kernel<format::nvfp4<>, scale_layout::linear, float>("q nv lin f32");
+  check_quantize_kernel<format::nvfp4<>, scale_layout::swizzled_128x4, float>("q nv sw f32");
 }
 
 TEST_CASE("quantize [gpu]: MXFP4 both recipes, bit-exact with every byte checked", "[gpu][quantize]") {
-  check_quantize_kernel<format::mxfp4<recipe::mx_ocp>, scale_layout_linear, __nv_bfloat16>("q mx lin bf16");
-  check_quantize_kernel<format::mxfp4<recipe::mx_ocp>, scale_layout_swizzled_128x4, __half>("q mx sw f16");
-  check_quantize_kernel<format::mxfp4<recipe::mx_round_up>, scale_layout_swizzled_128x4, float>("q mx up sw f32");
+  check_quantize_kernel<format::mxfp4<recipe::mx_ocp>, scale_layout::linear, __nv_bfloat16>("q mx lin bf16");
+  check_quantize_kernel<format::mxfp4<recipe::mx_ocp>, scale_layout::swizzled_128x4, __half>("q mx sw f16");
+  check_quantize_kernel<format::mxfp4<recipe::mx_round_up>, scale_layout::swizzled_128x4, float>("q mx up sw f32");
 }
 
 TEST_CASE("fast_div: exact quotients for every divisor shape the launchers use", "[quantize]") {
@@ -156,7 +155,7 @@ __global__ void reference_quantize_kernel(const __nv_bfloat16* in, std::int64_t 
 TEST_CASE("quantize [gpu]: NVFP4 vllm recipe through the kernel equals the device block codec; scales equal the host's",
           "[gpu][quantize]") {
   using F = format::nvfp4<recipe::vllm>;
-  using L = scale_layout_swizzled_128x4;
+  using L = scale_layout::swizzled_128x4;
   auto g = rng("q vllm");
   for (const shape& s : shapes) {
     const std::int64_t ld = s.cols + s.ld_extra, blocks = s.cols / 16;

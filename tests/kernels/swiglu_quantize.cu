@@ -10,8 +10,7 @@ namespace format = fp4fuse::format;
 namespace gate_up = fp4fuse::gate_up;
 namespace activation = fp4fuse::activation;
 namespace intermediate = fp4fuse::intermediate;
-using scale_layout_linear = fp4fuse::scale_layout::linear;
-using scale_layout_swizzled_128x4 = fp4fuse::scale_layout::swizzled_128x4;
+namespace scale_layout = fp4fuse::scale_layout;
 
 namespace {
 
@@ -85,7 +84,7 @@ void check_swiglu_quantize(const Activation& act, const char* salt) {
 template <class GateUp, class Activation, class T>
 void check_compact_and_parity(const Activation& act, const char* salt) {
   using F = format::nvfp4<>;
-  using L = scale_layout_swizzled_128x4;
+  using L = scale_layout::swizzled_128x4;
   auto g = rng(salt);
   for (const shape& s : shapes) {
     if (s.I % fp4fuse::detail::granule_of<GateUp> != 0) continue;
@@ -132,7 +131,7 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
 
 TEST_CASE("swiglu_quantize [gpu]: every gate/up layout with SiLU, NVFP4, bit-exact", "[gpu][swiglu]") {
   using F = format::nvfp4<>;
-  using L = scale_layout_swizzled_128x4;
+  using L = scale_layout::swizzled_128x4;
   check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::fp32>(activation::swiglu{}, "sq split gate");
   check_swiglu_quantize<F, L, gate_up::split_up_first, intermediate::fp32>(activation::swiglu{}, "sq split up");
   check_swiglu_quantize<F, L, gate_up::interleaved<1>, intermediate::fp32>(activation::swiglu{}, "sq il1");
@@ -141,18 +140,18 @@ TEST_CASE("swiglu_quantize [gpu]: every gate/up layout with SiLU, NVFP4, bit-exa
   check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq il8");
   check_swiglu_quantize<F, L, gate_up::interleaved<16>, intermediate::fp32>(activation::swiglu{}, "sq il16");
   check_swiglu_quantize<F, L, gate_up::interleaved<32>, intermediate::fp32>(activation::swiglu{}, "sq il32");
-  check_swiglu_quantize<F, scale_layout_linear, gate_up::interleaved<64>, intermediate::fp32>(activation::swiglu{}, "sq il64");
+  check_swiglu_quantize<F, scale_layout::linear, gate_up::interleaved<64>, intermediate::fp32>(activation::swiglu{}, "sq il64");
 }
 
 TEST_CASE("swiglu_quantize [gpu]: activations, intermediates, dtypes, MXFP4", "[gpu][swiglu]") {
   using F = format::nvfp4<>;
-  using L = scale_layout_swizzled_128x4;
+  using L = scale_layout::swizzled_128x4;
   check_swiglu_quantize<F, L, gate_up::interleaved<1>, intermediate::fp32, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{1.702f, 7.0f}, "sq gptoss");
   check_swiglu_quantize<F, L, gate_up::interleaved<8>, intermediate::fp32, activation::geglu_tanh, __half>(activation::geglu_tanh{}, "sq gelu f16");
   check_swiglu_quantize<F, L, gate_up::split_gate_first, intermediate::bf16, activation::swiglu, float>(activation::swiglu{}, "sq bf16 f32");
-  check_swiglu_quantize<format::nvfp4<fp4fuse::recipe::te_exact>, scale_layout_linear, gate_up::interleaved<8>, intermediate::bf16, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq bf16 lin");
+  check_swiglu_quantize<format::nvfp4<fp4fuse::recipe::te_exact>, scale_layout::linear, gate_up::interleaved<8>, intermediate::bf16, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq bf16 lin");
   check_swiglu_quantize<format::mxfp4<>, L, gate_up::interleaved<8>, intermediate::fp32, activation::swiglu, __nv_bfloat16>(activation::swiglu{}, "sq mx");
-  check_swiglu_quantize<format::mxfp4<fp4fuse::recipe::mx_round_up>, scale_layout_linear, gate_up::split_up_first, intermediate::fp32, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{}, "sq mx up");
+  check_swiglu_quantize<format::mxfp4<fp4fuse::recipe::mx_round_up>, scale_layout::linear, gate_up::split_up_first, intermediate::fp32, activation::swiglu_clamped, __nv_bfloat16>(activation::swiglu_clamped{}, "sq mx up");
 }
 
 TEST_CASE("swiglu [gpu]: compact bf16 output, and bf16-intermediate fused == swiglu + quantize", "[gpu][swiglu]") {

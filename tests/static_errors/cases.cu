@@ -36,4 +36,16 @@ void bad_input(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::li
 }
 #elif CASE == 7  // expect: grouped_swizzled_128x4<ExpertStart>: expert_start::padded_prefix_sum or expert_start::offset_bound
 fp4fuse::scale_layout::grouped_swizzled_128x4<int> bad_start{};
+#elif CASE == 8  // expect: fp4fuse::quantize: a grouped (MoE) scale layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+void grouped_into_dense(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, nullptr);
+}
+#elif CASE == 9  // expect: swiglu_quantize_mma_epilogue: a grouped (MoE) scale layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+__global__ void grouped_epilogue(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+  float acc[8][4] = {};
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
+                                                                          fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
+}
 #endif

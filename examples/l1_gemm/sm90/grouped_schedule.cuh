@@ -47,7 +47,7 @@ struct grouped_schedule {
 
   template <class Cfg, int Cluster>
   struct cta {
-    int tiles_n, k_iters, splits, units, first, stride, rank, groups, n_cols;
+    int tiles_n, k_iters, units, first, stride, rank, groups, n_cols;
     const std::int32_t* row0;            ///< shared: offsets[g]
     const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
     const std::int32_t* padded_row0;     ///< shared: sum over i < g of round_up(rows_i, 128)
@@ -60,6 +60,8 @@ struct grouped_schedule {
       __shared__ std::int32_t s_row0[max_groups + 1], s_unit[max_groups + 1], s_padded[max_groups + 1];
       using scan_t = cub::BlockScan<unsigned long long, threads>;
       __shared__ typename scan_t::TempStorage scan_storage;
+      static_assert(sizeof s_row0 + sizeof s_unit + sizeof s_padded + sizeof scan_storage + Cfg::smem_bytes <= max_smem_per_cta,
+                    "grouped_schedule: the group scan and the ring must fit in a CTA's shared memory (lower max_groups)");
       constexpr int per_thread = (max_groups + threads) / threads;  // covers index `groups` too
       groups = args.groups;
       // Per group: unit rows in the low word, 128-padded rows in the high word (both sums stay
@@ -103,7 +105,6 @@ struct grouped_schedule {
       n_cols = prm.N;
       tiles_n = cuda::ceil_div(prm.N, Cfg::block_n);
       k_iters = cuda::ceil_div(prm.K, block_k);
-      splits = 1;
       units = s_unit[groups] * tiles_n;
       first = static_cast<int>(blockIdx.x) / Cluster;
       stride = static_cast<int>(gridDim.x) / Cluster;

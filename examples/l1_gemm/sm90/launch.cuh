@@ -73,19 +73,19 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   // starts without it); the image check and the number of clusters resident at once (the grid of
   // every later launch) once per kernel and device, cached only when they succeed.
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
-  if (device < 0 || device >= 64) return {fp4fuse::status::cuda_error, cudaErrorInvalidDevice};
+  if (device < 0 || device >= 64) return fp4fuse::detail::cuda_failure(cudaErrorInvalidDevice, "l1_gemm::sm90::launch");
   int resident = resident_per_device[device].load(std::memory_order_relaxed);
   if (resident == 0) {
     if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
   }
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
   if (resident == 0) {
     resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
     if constexpr (Cluster > 1) {
       launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-      if (resident < 1) return {fp4fuse::status::cuda_error, cudaErrorInvalidConfiguration};
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
+      if (resident < 1) return fp4fuse::detail::cuda_failure(cudaErrorInvalidConfiguration, "l1_gemm::sm90::launch");
     }
     resident_per_device[device].store(resident, std::memory_order_relaxed);
   }
@@ -96,7 +96,7 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
                           BlockN / Cluster);
   }
-  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
@@ -104,7 +104,7 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
                  launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
-  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
   return fp4fuse::detail::launch_result();
 }
 
@@ -127,7 +127,7 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return {fp4fuse::status::cuda_error, err};
+  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
@@ -169,8 +169,8 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
     return run();
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return {fp4fuse::status::cuda_error, err};
-  if (capture != cudaStreamCaptureStatusNone) return {fp4fuse::status::cuda_error, cudaErrorStreamCaptureUnsupported};
+  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
+  if (capture != cudaStreamCaptureStatusNone) return fp4fuse::detail::cuda_failure(cudaErrorStreamCaptureUnsupported, "l1_gemm::sm90::launch");
   detail::stream_workspace* kept = nullptr;
   if (const fp4fuse::result r = detail::cached_workspace(device, stream, &kept); !r) return r;
   const std::lock_guard<std::mutex> lock(kept->mutex);  // until the kernel is queued

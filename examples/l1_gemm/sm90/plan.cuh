@@ -12,6 +12,8 @@ namespace l1_gemm::sm90 {
 constexpr int block_m = 128, block_k = 64;
 constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
 constexpr int ring_bytes = 192 * 1024;
+/// sm_90's shared memory per CTA (static and dynamic): 227 KiB.
+constexpr std::size_t max_smem_per_cta = 227 * 1024;
 
 /// 64 x 32 tiles have one consumer warpgroup; the others two.
 constexpr bool single_consumer_tile(int cols) { return cols == 32; }

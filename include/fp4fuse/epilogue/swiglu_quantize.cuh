@@ -27,6 +27,7 @@
 #include "fp4fuse/intermediate.cuh"
 #include "fp4fuse/nvfp4.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
+#include "fp4fuse/scale_layout.cuh"
 
 namespace fp4fuse {
 
@@ -142,6 +143,8 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
                 "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>)");
   static_assert(detail::is_nvfp4<Format>, "swiglu_quantize_mma_epilogue: the fragment form writes NVFP4 (format::nvfp4<Recipe>)");
   static_assert(Tiles % 4 == 0, "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "swiglu_quantize_mma_epilogue: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
   using frag = mma_m16n8_f32_fragment;
   constexpr int blocks = Tiles / 4;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape

@@ -78,6 +78,8 @@ template <class Format, class Layout, class Out>
 result dequantize(const quantized_matrix<Format, Layout, const cuda::std::uint8_t>& in, const float* global_encode_scale,
                   const matrix_view<Out>& out, cudaStream_t stream = nullptr) {
   static_assert(detail::is_supported_element<Out>, "fp4fuse::dequantize: the output must be __nv_bfloat16, __half or float");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::dequantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
   detail::checker c("fp4fuse::dequantize");
   c.quantized(in, "in");
   c.template global_scale<Format>(global_encode_scale);

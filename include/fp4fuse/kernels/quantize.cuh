@@ -149,6 +149,8 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
                 cudaStream_t stream = nullptr) {
   using E = cuda::std::remove_const_t<T>;
   static_assert(detail::is_supported_element<E>, "fp4fuse::quantize: the input must be __nv_bfloat16, __half or float");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
   detail::checker c("fp4fuse::quantize");
   c.matrix(in, "in", 1, Format::block_size, Format::block_size == 16 ? "the NVFP4 block size" : "the MXFP4 block size");
   c.quantized(out, "out");

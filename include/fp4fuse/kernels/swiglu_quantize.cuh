@@ -153,6 +153,8 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
                        const float* global_encode_scale, cudaStream_t stream = nullptr) {
   using E = cuda::std::remove_const_t<T>;
   static_assert(detail::is_supported_element<E>, "fp4fuse::swiglu_quantize: gate_up must be __nv_bfloat16, __half or float");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::swiglu_quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
   detail::checker c("fp4fuse::swiglu_quantize");
   c.quantized(out, "out");
   detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
