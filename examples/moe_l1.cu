@@ -1,8 +1,8 @@
 // fp4fuse MoE L1 example: the first GEMM of an MoE layer over all experts in one launch, SwiGLU
 // and NVFP4 in its epilogue (examples/l1_gemm/moe_l1.cuh), for DeepSeek-V3 or GPT-OSS-120B shapes
-// with routed tokens sorted by expert. It checks sampled rows of every flow against a float64
-// host reference, prints the time of the fused grouped kernel next to the grouped BF16 GEMM
-// followed by the standalone kernel, and the bytes each writes.
+// with routed tokens sorted by expert. It checks sampled rows of the fused output (flow 3) against
+// a float64 host reference and its scale padding, prints the time of the fused grouped kernel next
+// to the grouped BF16 GEMM followed by the standalone kernel, and the bytes each writes.
 //
 //   moe_l1 [deepseek|gptoss] [T] [--routing uniform|skewed] [--experts E] [--reps N] [--seed S]
 //   defaults: deepseek, T = 512 tokens (top-8: 4096 routed rows), all 256 experts, uniform
