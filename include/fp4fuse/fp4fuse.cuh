@@ -26,3 +26,7 @@
 #include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/epilogue/swiglu_quantize.cuh"
+#include "fp4fuse/epilogue/scale_padding.cuh"
+#include "fp4fuse/epilogue/tcgen05_fragment.cuh"
+#include "fp4fuse/epilogue/row.cuh"
+#include "fp4fuse/epilogue/row_store.cuh"

@@ -131,16 +131,15 @@ __global__ void __launch_bounds__(threads, 1)
       }
       const auto& tile_epi = detail::epilogue_for(epi, u);
       tile_epi.warpgroup(acc, row0, col0);
-      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, acc, u, prm, row0, col0);
+      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, u, prm, row0, col0);
     }
     if constexpr (helper_pads) {
       if (!active) {
         // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
-        const float no_accumulators[registers] = {};  // padding() reads none
         for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
           const work_unit u = sched.at(unit);
           if (u.split != 0) continue;
-          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), no_accumulators, u, prm,
+          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), u, prm,
                                                 static_cast<index_t>(u.m_blk) * BlockM, static_cast<index_t>(u.n_blk) * BlockN);
         }
       }

@@ -1,0 +1,86 @@
+#pragma once
+/// \file epilogue/scale_padding.cuh
+/// The padding contract of a tile grid. A GEMM reads the whole scale tensor, padding included, so
+/// every byte of `scale_layout::padded_extent(layout)` must be written: the epilogues write the
+/// padding that falls inside their tiles (0x00), and a grid whose tiles end short of the padded
+/// extent (64-row tiles with M = 1 against the swizzled layout's 128 rows, 32- or 192-wide tiles
+/// against its 4-block columns) leaves a strip that nobody writes. `write_scale_padding_beyond_grid`
+/// writes that strip from the grid's last tiles, without the kernel knowing any layout's granule:
+/// each part of a last tile writes its copies shifted by whole tiles beyond the grid, clipped to the
+/// padded extent (its share of the strip, so the parts of the grid's edge tiles write it once).
+/// \verbatim
+///   scale columns ->          covered.cols     padded_cols()
+///   +--------+--------+--------+......+        last tile column: copies shifted right
+///   | tile   | tile   | tile   | copy :        last tile row: copies shifted down
+///   +--------+--------+--------+......+        the corner tile: both and the diagonal
+///   | tile   | tile   | tile   | copy :
+///   +--------+--------+--------+......+ covered.rows
+///   : copy   : copy   : copy   : copy :
+///   +........+........+........+......+ padded_rows()
+/// \endverbatim
+#include <cuda/std/cstdint>
+
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/scale_layout.cuh"
+
+namespace fp4fuse {
+
+/// A grid of equal tiles over the scale tensor, in scale coordinates (rows, scale columns): tile
+/// (i, j) covers rows [i * tile.rows, (i + 1) * tile.rows) and scale columns [j * tile.cols,
+/// (j + 1) * tile.cols); all tiles together cover [0, covered.rows) x [0, covered.cols). An
+/// epilogue tile of R rows and C gate/up columns is R x C / (2 * block_size) here (C / 32 for NVFP4).
+struct scale_tile_grid {
+  /// One tile's scale rows and scale columns.
+  scale_layout::extent tile;
+  /// The rows and scale columns the grid's tiles cover (at least the matrix: rows >= M, cols >= K / block size).
+  scale_layout::extent covered;
+};
+
+/// A rectangle of scale entries: rows [row0, row0 + size.rows), scale columns [col0, col0 + size.cols).
+struct scale_region {
+  /// First scale row.
+  cuda::std::int64_t row0;
+  /// First scale column.
+  cuda::std::int64_t col0;
+  /// Rows and scale columns.
+  scale_layout::extent size;
+};
+
+/// Writes 0x00 over `part`'s share of the scale padding that `grid` does not cover: the copies of
+/// `part` (a piece of one tile, for example one warpgroup's half) shifted by whole tiles down
+/// (if its tile is in the grid's last row of tiles), right (last column) or both (the corner),
+/// clipped to `scale_layout::padded_extent(layout)`. The copies of the parts of all edge tiles
+/// tile the uncovered strip exactly once. `threads` threads call it with the same arguments and
+/// their own `thread` (0 .. threads - 1) and share the stores; nothing is written for a tile that
+/// is not at the grid's edge, nor when the grid covers the padded extent.
+/// Preconditions: `grid.covered` covers the matrix (every byte written is padding), part lies in
+/// one tile, `scales` holds `layout.size_bytes()` bytes. The layout needs `padded_rows`,
+/// `padded_cols` and `offset`; grouped layouts are written per expert (`layout.expert(e)`).
+/// \code
+/// // Two consumer warpgroups, each 64 rows x 2 blocks of a 64 x 4-block tile, M rows, K/16 blocks:
+/// const fp4fuse::scale_tile_grid grid{{64, 4}, {cuda::round_up(M, 64), cuda::round_up(K / 16, 4)}};
+/// fp4fuse::write_scale_padding_beyond_grid(out.scales, out.layout, grid, {m0, k0 + 2 * wg, {64, 2}}, thread, 128);
+/// \endcode
+template <class Layout>
+FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* scales, const Layout& layout, scale_tile_grid grid,
+                                                         scale_region part, int thread, int threads) {
+  const scale_layout::extent padded = scale_layout::padded_extent(layout);
+  const cuda::std::int64_t tile_end_row = (part.row0 / grid.tile.rows + 1) * grid.tile.rows;
+  const cuda::std::int64_t tile_end_col = (part.col0 / grid.tile.cols + 1) * grid.tile.cols;
+  const bool last_row = tile_end_row >= grid.covered.rows, last_col = tile_end_col >= grid.covered.cols;
+  if (!last_row && !last_col) return;
+  const cuda::std::int64_t count = part.size.rows * part.size.cols;
+  for (cuda::std::int64_t dr = 0; part.row0 + dr < padded.rows; dr += grid.tile.rows) {
+    if (dr != 0 && !last_row) break;
+    for (cuda::std::int64_t dc = 0; part.col0 + dc < padded.cols; dc += grid.tile.cols) {
+      if (dc != 0 && !last_col) break;
+      if (dr == 0 && dc == 0) continue;  // the part itself: its epilogue writes it
+      for (cuda::std::int64_t i = thread; i < count; i += threads) {
+        const cuda::std::int64_t row = part.row0 + dr + i / part.size.cols, col = part.col0 + dc + i % part.size.cols;
+        if (row < padded.rows && col < padded.cols) scales[layout.offset(row, col)] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace fp4fuse
