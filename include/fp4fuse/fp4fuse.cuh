@@ -30,3 +30,4 @@
 #include "fp4fuse/epilogue/tcgen05_fragment.cuh"
 #include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/row_store.cuh"
+#include "fp4fuse/epilogue/host_twin.cuh"

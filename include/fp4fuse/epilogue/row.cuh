@@ -36,7 +36,8 @@ namespace fp4fuse {
 
 /// An optional per-column bias of a row segment: value i belongs to the segment's column i (in
 /// the accumulator's own column order) and is read for i < count only (0 beyond: columns past the
-/// matrix); `data == nullptr` is no bias. Added in fp32 to gate and up before the activation (GPT-OSS).
+/// matrix); `data == nullptr` is no bias. Added in fp32 to gate and up before the activation (GPT-OSS);
+/// columns without a bias value keep their accumulator unchanged (not + 0, which would turn -0 into +0).
 /// \code
 /// const fp4fuse::column_bias bias{d_bias + gate_up_col0, 2 * I - gate_up_col0};  // [2I] bias, interleaved as the GEMM's columns
 /// \endcode
@@ -45,8 +46,8 @@ struct column_bias {
   const float* data = nullptr;
   /// Columns of the segment that have a bias value (the matrix's columns from the segment on).
   cuda::std::int64_t count = 0;
-  /// Bias of column i: data[i] for i < count, else 0.
-  FP4FUSE_HOST_DEVICE float at(int i) const { return data != nullptr && i < count ? data[i] : 0.0f; }
+  /// Column i's value v with its bias: v + data[i] (fp32) for i < count, else v itself.
+  FP4FUSE_HOST_DEVICE float add(float v, int i) const { return data != nullptr && i < count ? v + data[i] : v; }
 };
 
 /// A thread's quantized row segment: `Blocks` blocks of `Format` as the hand-back form returns them
@@ -134,7 +135,7 @@ FP4FUSE_HOST_DEVICE quantized_row<Format, N / 2 / Format::block_size> swiglu_qua
   FP4FUSE_UNROLL
   for (int j = 0; j < Out; ++j) {
     const int g = 2 * G * (j / G) + j % G, u = g + G;  // gate_up::interleaved<G>, from the segment's start
-    h[j] = detail::activate_one<Intermediate>(act, acc[g] + bias.at(g), acc[u] + bias.at(u));
+    h[j] = detail::activate_one<Intermediate>(act, bias.add(acc[g], g), bias.add(acc[u], u));
   }
   return detail::quantize_activations(h, codec);
 }
@@ -154,7 +155,7 @@ FP4FUSE_HOST_DEVICE quantized_row<Format, Out / Format::block_size> swiglu_quant
   static_assert(Out % Format::block_size == 0, "swiglu_quantize_row: Out output columns must be whole blocks (NVFP4: 16, MXFP4: 32)");
   float h[Out];
   FP4FUSE_UNROLL
-  for (int j = 0; j < Out; ++j) h[j] = detail::activate_one<Intermediate>(act, gate[j] + gate_bias.at(j), up[j] + up_bias.at(j));
+  for (int j = 0; j < Out; ++j) h[j] = detail::activate_one<Intermediate>(act, gate_bias.add(gate[j], j), up_bias.add(up[j], j));
   return detail::quantize_activations(h, codec);
 }
 

@@ -27,7 +27,7 @@ namespace fp4fuse {
 namespace detail {
 /// Stores one block's packed words (8 bytes NVFP4, 16 MXFP4) with one vector store.
 template <int Words>
-FP4FUSE_DEVICE void store_packed_block(cuda::std::uint8_t* dst, const cuda::std::uint32_t (&w)[Words]) {
+FP4FUSE_HOST_DEVICE void store_packed_block(cuda::std::uint8_t* dst, const cuda::std::uint32_t (&w)[Words]) {
   if constexpr (Words == 2) {
     *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
   } else {
@@ -38,7 +38,7 @@ FP4FUSE_DEVICE void store_packed_block(cuda::std::uint8_t* dst, const cuda::std:
 
 /// The scale bytes of a segment: the code inside the matrix, 0x00 in the layout's padding.
 template <class Format, class Layout, int Blocks>
-FP4FUSE_DEVICE void store_row_scales(const quantized_matrix<Format, Layout>& out, cuda::std::int64_t row, cuda::std::int64_t block0,
+FP4FUSE_HOST_DEVICE void store_row_scales(const quantized_matrix<Format, Layout>& out, cuda::std::int64_t row, cuda::std::int64_t block0,
                                      const quantized_row<Format, Blocks>& q) {
   if (row >= out.layout.padded_rows()) return;
   FP4FUSE_UNROLL
@@ -58,7 +58,8 @@ FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t first_block_col(tile_origin ori
 }  // namespace detail
 
 /// Direct global stores of a thread's row segment: block b of `q` to output row `origin.row`,
-/// block column origin.gate_up_col / (2 * block_size) + b. Per thread (no collectives).
+/// block column origin.gate_up_col / (2 * block_size) + b. Per thread (no collectives); also on
+/// the host, into host memory (the row form's host twin).
 /// \param out    the quantized output (non-grouped layout)
 /// \param origin the segment's row and first gate/up column (a multiple of 2 * block_size)
 /// \param q      the segment (`swiglu_quantize_row`)
@@ -68,7 +69,7 @@ FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t first_block_col(tile_origin ori
 /// fp4fuse::store_quantized_row(out, {row, gate_up_col0}, q);
 /// \endcode
 template <class Format, class Layout, int Blocks>
-FP4FUSE_DEVICE void store_quantized_row(const quantized_matrix<Format, Layout>& out, tile_origin origin,
+FP4FUSE_HOST_DEVICE void store_quantized_row(const quantized_matrix<Format, Layout>& out, tile_origin origin,
                                         const quantized_row<Format, Blocks>& q) {
   static_assert(!scale_layout::is_grouped<Layout>, "store_quantized_row: a grouped (MoE) layout is written per expert (layout.expert(e))");
   constexpr int bytes = Format::block_size / 2;
