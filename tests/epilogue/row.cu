@@ -253,3 +253,40 @@ TEST_CASE("row epilogue [gpu]: MXFP4, other interleaves, separate accumulators",
     }
   }
 }
+
+TEST_CASE("tcgen05_32x32b_fragment: thread t holds row t, register r column r; the row form on the host", "[epilogue]") {
+  using frag = fp4fuse::tcgen05_32x32b_fragment<64>;
+  int hits[128][64] = {};
+  for (int t = 0; t < 128; ++t)
+    for (int r = 0; r < frag::registers; ++r) ++hits[frag::row(t, r)][frag::col(t, r)];
+  for (auto& row : hits)
+    for (int h : row) REQUIRE(h == 1);
+  // The row form is its own host twin: on the host, with a bias that skips columns past `count`
+  // (a -0 there stays -0, so its E2M1 nibble keeps the sign), it equals block_codec on the activations.
+  auto g = rng("row host");
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  float acc[64], bias[64];
+  for (int trial = 0; trial < 200; ++trial) {
+    for (int i = 0; i < 64; ++i) {
+      acc[i] = (g() % 8 == 0) ? -0.0f : u(g);
+      bias[i] = u(g);
+    }
+    const int count = static_cast<int>(g() % 65);
+    const fp4fuse::block_codec<nvfp4> codec(fp4fuse::nvfp4_global_encode_scale(50.0f));
+    const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec,
+                                                                                 fp4fuse::column_bias{bias, count});
+    float h[32];
+    for (int j = 0; j < 32; ++j) {
+      const int gc = 16 * (j / 8) + j % 8, uc = gc + 8;
+      h[j] = fp4fuse::activation::swiglu{}.apply(gc < count ? acc[gc] + bias[gc] : acc[gc], uc < count ? acc[uc] + bias[uc] : acc[uc]);
+    }
+    for (int b = 0; b < 2; ++b) {
+      float x[16];
+      std::memcpy(x, &h[16 * b], sizeof x);
+      const auto want = codec.quantize(x);
+      REQUIRE(want.scale == q.blocks[b].scale);
+      REQUIRE(want.packed[0] == q.blocks[b].packed[0]);
+      REQUIRE(want.packed[1] == q.blocks[b].packed[1]);
+    }
+  }
+}

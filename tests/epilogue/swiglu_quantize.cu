@@ -52,12 +52,14 @@ __device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int6
 /// elements, at least the scale tensor's padded extent: tiles beyond the matrix load zeros and
 /// still call the epilogue. Tiles = 4 n8 tiles per NVFP4 block; the epilogue takes blocks four
 /// at a time, so 1, 2, 4 and 6 blocks (Tiles 4, 8, 16, 24) cover partial and whole groups.
-template <int kTiles, class Intermediate, class Activation, class Output = output_t>
+template <int kTiles, class Intermediate, class Activation, class Output = output_t, bool HandBack = false>
 __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
-  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
+  using F = typename Output::format_type;
+  constexpr int bs = F::block_size;
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * bs + 4 * kTiles - 1) / (4 * kTiles);
   const std::int64_t row0 = (warp / tiles_per_row) * 16;
   const std::int64_t gu0 = (warp % tiles_per_row) * 8 * kTiles;
   if (row0 >= out.layout.padded_rows()) return;  // whole warp
@@ -67,8 +69,25 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
       acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
     }
   }
-  const fp4fuse::block_codec<format_t> codec(*S);
-  fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  if constexpr (HandBack) {
+    // The caller's own store of the handed-back blocks: packed bytes inside the matrix, scale codes
+    // and the padding's 0x00, as the direct form writes them.
+    using B = fp4fuse::mma_quantized_blocks<F, kTiles>;
+    const B q = fp4fuse::swiglu_quantize_mma_blocks<il8, Intermediate>(acc, act, codec);
+    for (int half = 0; half < 2; ++half) {
+      for (int slot = 0; slot < B::slots; ++slot) {
+        const int b = B::block_of(lane, slot);
+        if (b < 0) continue;
+        const std::int64_t row = row0 + B::row(lane, half), k = gu0 / (2 * bs) + b;
+        const bool inside = row < out.rows() && k < out.layout.scale_cols;
+        if (inside) memcpy(out.packed + row * out.ld_packed + k * (bs / 2), q.block[half][slot].packed, bs / 2);
+        if (row < out.layout.padded_rows() && k < out.layout.padded_cols()) out.scales[out.layout.offset(row, k)] = inside ? q.block[half][slot].scale : 0;
+      }
+    }
+  } else {
+    fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  }
 }
 
 constexpr int kWgmmaN = 256;  // wgmma m64n256: 256 gate/up columns = 128 output columns = 8 blocks
@@ -78,13 +97,14 @@ using wfrag = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN>;
 /// 64 x 256 gate/up tile into acc[128] exactly as wgmma would leave it, then runs the epilogue.
 /// The warpgroups cover round_up(rows, 128) rows and round_up(I, 64) output columns (rounded up
 /// again to the 128-column tile: the epilogue must skip blocks beyond the padded scale columns).
-template <class Intermediate, class Activation>
-__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
+template <class Intermediate, class Activation, class Output = output_t>
+__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
+  using F = typename Output::format_type;
   const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned groups_per_block = blockDim.x * blockDim.y * blockDim.z / 128;
   const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * groups_per_block + linear / 128;
   const int thread = static_cast<int>(linear % 128);
-  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * F::block_size + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
   const std::int64_t row0 = (group / tiles_per_row) * 64;
   const std::int64_t gu0 = (group % tiles_per_row) * kWgmmaN;
   if (row0 >= out.layout.padded_rows()) return;  // whole warpgroup
@@ -93,7 +113,7 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
   for (int i = 0; i < wfrag::registers; ++i) {
     acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
   }
-  const fp4fuse::block_codec<format_t> codec(*S);
+  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
   fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
 }
 
@@ -115,9 +135,11 @@ std::size_t differences(const std::vector<unsigned char>& got, const std::vector
 /// and with `launch(gate_up, S, out)` (an epilogue kernel), into outputs poisoned with 0xA5 by
 /// `device_buffer`; requires identical packed bytes (rows of I/2 bytes with an 8-byte gap that
 /// stays poisoned) and an identical scale tensor, padding included.
-template <class Intermediate, class Activation, class Launch>
+template <class Intermediate, class Format = format_t, class Activation, class Launch>
 void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt,
                                    const Launch& launch) {
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  constexpr int bs = Format::block_size;
   auto g = rng(salt);
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   float hmax = 0.0f;
@@ -128,9 +150,9 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
       if (std::isfinite(v)) hmax = std::max(hmax, std::fabs(v));
     }
   const float S = fp4fuse::nvfp4_global_encode_scale(hmax);
-  const layout_t layout{rows, I / 16};
+  const layout_t layout{rows, I / bs};
   INFO(salt << " M=" << rows << " I=" << I << " (scale tensor " << layout.padded_rows() << " x " << layout.padded_cols() << ")");
-  const std::int64_t ld_packed = I / 2 + 8;
+  const std::int64_t ld_packed = I / 2 + 16;  // 16-byte aligned rows (MXFP4 blocks), a poisoned gap
   const auto packed_bytes = static_cast<std::size_t>(rows * ld_packed);
   const auto scale_bytes = static_cast<std::size_t>(layout.size_bytes());
   // device_buffer poisons every byte (0xA5): nothing is zeroed before either kernel runs.
@@ -138,11 +160,12 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
       got_s(scale_bytes);
   d_gu.upload(gu.data(), gu.size() * 4);
   d_S.upload(&S, 4);
+  const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;  // MXFP4 has none
   REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<il8, Intermediate>(
       fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
-      output_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, d_S.as<float>())));
+      out_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, S_arg)));
   FP4FUSE_TEST_LAUNCHED();
-  launch(d_gu.as<float>(), d_S.as<float>(), output_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout});
+  launch(d_gu.as<float>(), S_arg, out_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout});
   FP4FUSE_TEST_LAUNCHED();
   const std::vector<unsigned char> want_scales = want_s.download();
   // The oracle: swiglu_quantize writes the padding as 0x00 over the poison.
@@ -155,7 +178,7 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
     }
   }
   REQUIRE(padding_not_zero == 0);
-  CHECK(padding == scale_bytes - static_cast<std::size_t>(rows * (I / 16)));
+  CHECK(padding == scale_bytes - static_cast<std::size_t>(rows * (I / bs)));
   CHECK(differences(got_p.download(), want_p.download(), "packed") == 0);
   CHECK(differences(got_s.download(), want_scales, "scales") == 0);
   CHECK(got_p.guard_intact());
@@ -210,6 +233,29 @@ void check_wgmma(std::int64_t rows, std::int64_t I, const Activation& act, dim3 
   });
 }
 
+/// The mma.sync form (direct or hand-back) for any format.
+template <class Intermediate, class Format, int kTiles, bool HandBack, class Activation>
+void check_mma_format(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("mma tile: " << kTiles << " n8 tiles, block " << Format::block_size << (HandBack ? ", hand-back" : ", direct"));
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  check_against_swiglu_quantize<Intermediate, Format>(rows, I, act, salt, [&](const float* gu, const float* S, const out_t& out) {
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * Format::block_size + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = out.layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate, Activation, out_t, HandBack><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, out);
+  });
+}
+
+/// The wgmma form for any format.
+template <class Intermediate, class Format, class Activation>
+void check_wgmma_format(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  check_against_swiglu_quantize<Intermediate, Format>(rows, I, act, salt, [&](const float* gu, const float* S, const out_t& out) {
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * Format::block_size + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+    const std::int64_t groups = out.layout.padded_rows() / 64 * tiles_per_row;
+    wgmma_epilogue_kernel<Intermediate><<<static_cast<unsigned>(groups), 128>>>(gu, act, S, out);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("swiglu_quantize_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
@@ -253,6 +299,28 @@ TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: m64n256 fragments, bit-identica
         check_wgmma<fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss");
         check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss bf16");
       }
+    }
+  }
+}
+
+TEST_CASE("fragment epilogues [gpu]: MXFP4 (quad all-reduce of 32-blocks) and the hand-back form, bit-identical to swiglu_quantize",
+          "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  using mx_up = fp4fuse::format::mxfp4<fp4fuse::recipe::mx_round_up>;
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      check_mma_format<fp32, mx, 8, false>(rows, I, fp4fuse::activation::swiglu{}, "mx mma 1 block");
+      check_mma_format<bf16, mx, 24, false>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx mma 3 blocks bf16");
+      check_mma_format<fp32, mx_up, 16, false>(rows, I, fp4fuse::activation::geglu_tanh{}, "mx round-up mma");
+      check_wgmma_format<fp32, mx>(rows, I, fp4fuse::activation::swiglu{}, "mx wgmma");
+      check_wgmma_format<bf16, mx>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx wgmma bf16");
+      // The hand-back form, both formats: lone, partial and whole groups of NVFP4 blocks.
+      check_mma_format<fp32, mx, 16, true>(rows, I, fp4fuse::activation::swiglu{}, "mx hand-back");
+      check_mma_format<fp32, format_t, 4, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 1 block");
+      check_mma_format<bf16, format_t, 12, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "nv hand-back 3 blocks");
+      check_mma_format<fp32, format_t, 20, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 5 blocks");
     }
   }
 }

@@ -67,16 +67,22 @@ FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* sca
   const scale_layout::extent padded = scale_layout::padded_extent(layout);
   const cuda::std::int64_t tile_end_row = (part.row0 / grid.tile.rows + 1) * grid.tile.rows;
   const cuda::std::int64_t tile_end_col = (part.col0 / grid.tile.cols + 1) * grid.tile.cols;
-  const bool last_row = tile_end_row >= grid.covered.rows, last_col = tile_end_col >= grid.covered.cols;
-  if (!last_row && !last_col) return;
-  const cuda::std::int64_t count = part.size.rows * part.size.cols;
-  for (cuda::std::int64_t dr = 0; part.row0 + dr < padded.rows; dr += grid.tile.rows) {
-    if (dr != 0 && !last_row) break;
-    for (cuda::std::int64_t dc = 0; part.col0 + dc < padded.cols; dc += grid.tile.cols) {
-      if (dc != 0 && !last_col) break;
-      if (dr == 0 && dc == 0) continue;  // the part itself: its epilogue writes it
-      for (cuda::std::int64_t i = thread; i < count; i += threads) {
-        const cuda::std::int64_t row = part.row0 + dr + i / part.size.cols, col = part.col0 + dc + i % part.size.cols;
+  // Copies of the part (its own place included) along each dimension: more than one only for a
+  // tile at the grid's edge whose copies reach into the padded extent.
+  const cuda::std::int64_t row_copies =
+      tile_end_row >= grid.covered.rows && padded.rows > part.row0 ? (padded.rows - part.row0 + grid.tile.rows - 1) / grid.tile.rows : 1;
+  const cuda::std::int64_t col_copies =
+      tile_end_col >= grid.covered.cols && padded.cols > part.col0 ? (padded.cols - part.col0 + grid.tile.cols - 1) / grid.tile.cols : 1;
+  if (row_copies * col_copies == 1) return;
+  // A part is small (a warpgroup's rows x a few blocks): 32-bit indices.
+  const auto cols = static_cast<cuda::std::uint32_t>(part.size.cols);
+  const auto count = static_cast<cuda::std::uint32_t>(part.size.rows) * cols;
+  for (cuda::std::int64_t a = 0; a < row_copies; ++a) {
+    for (cuda::std::int64_t b = 0; b < col_copies; ++b) {
+      if (a == 0 && b == 0) continue;  // the part itself: its epilogue writes it
+      const cuda::std::int64_t r0 = part.row0 + a * grid.tile.rows, c0 = part.col0 + b * grid.tile.cols;
+      for (auto i = static_cast<cuda::std::uint32_t>(thread); i < count; i += static_cast<cuda::std::uint32_t>(threads)) {
+        const cuda::std::int64_t row = r0 + i / cols, col = c0 + i % cols;
         if (row < padded.rows && col < padded.cols) scales[layout.offset(row, col)] = 0;
       }
     }
