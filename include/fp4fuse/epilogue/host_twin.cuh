@@ -7,11 +7,10 @@
 /// fill `acc[lane]...` the way their GEMM leaves the registers, run the twin, compare with
 /// `swiglu_quantize`'s bytes (or `block_codec` on the activations). docs/EPILOGUE.md shows such a test.
 ///
-/// | device form (warp / warpgroup / thread) | host twin | registers |
-/// |---|---|---|
-/// | `swiglu_quantize_mma_epilogue` | `swiglu_quantize_mma_epilogue_host` | `acc[32][Tiles][4]` (`mma_m16n8_f32_fragment`) |
-/// | `swiglu_quantize_wgmma_epilogue` | `swiglu_quantize_wgmma_epilogue_host` | `acc[128][N / 2]` (`wgmma_m64nN_f32_fragment<N>`) |
-/// | `swiglu_quantize_row_epilogue` | `swiglu_quantize_row_epilogue_host` | `acc[128][N]` (`tcgen05_32x32b_fragment<N>`) |
+/// `swiglu_quantize_mma_epilogue_host` takes `acc[32][Tiles][4]` (`mma_m16n8_f32_fragment`),
+/// `swiglu_quantize_wgmma_epilogue_host` `acc[128][N / 2]` (`wgmma_m64nN_f32_fragment<N>`) and
+/// `swiglu_quantize_row_epilogue_host` `acc[128][N]` (`tcgen05_32x32b_fragment<N>`); docs/EPILOGUE.md
+/// lists the device forms they mirror.
 ///
 /// The quad collectives of the mma form are emulated lane by lane (a block's amax is the maximum of
 /// its four lanes' partial maxima, NaN ignored, then each lane encodes its own values with the

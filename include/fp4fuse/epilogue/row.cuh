@@ -39,7 +39,9 @@ namespace fp4fuse {
 /// matrix); `data == nullptr` is no bias. Added in fp32 to gate and up before the activation (GPT-OSS);
 /// columns without a bias value keep their accumulator unchanged (not + 0, which would turn -0 into +0).
 /// \code
-/// const fp4fuse::column_bias bias{d_bias + gate_up_col0, 2 * I - gate_up_col0};  // [2I] bias, interleaved as the GEMM's columns
+/// __host__ __device__ fp4fuse::column_bias segment_bias(const float* d_bias, std::int64_t I, std::int64_t gate_up_col0) {
+///   return {d_bias + gate_up_col0, 2 * I - gate_up_col0};  // a [2I] bias, interleaved as the GEMM's columns
+/// }
 /// \endcode
 struct column_bias {
   /// The bias of the segment's first column (nullptr: none).
@@ -116,9 +118,11 @@ FP4FUSE_HOST_DEVICE quantized_row<Format, Out / Format::block_size> quantize_act
 /// Numerics: exactly `codec.quantize` per block (nvfp4.cuh, mxfp4.cuh); the block order is the output
 /// column order.
 /// \code
-/// float acc[32];  // tcgen05.ld 32x32b.x32: one row's 32 gate/up columns, interleaved by 8
-/// const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
-/// // q.blocks[0].packed[0..1], q.blocks[0].scale: one NVFP4 block, for the caller's own store
+/// __device__ std::uint8_t row_hand_back(const float (&acc)[32], const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec) {
+///   // acc: tcgen05.ld 32x32b.x32, one row's 32 gate/up columns interleaved by 8
+///   const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
+///   return q.blocks[0].scale;  // and q.blocks[0].packed[0..1]: one NVFP4 block, for the caller's own store
+/// }
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class Format>
 FP4FUSE_HOST_DEVICE quantized_row<Format, N / 2 / Format::block_size> swiglu_quantize_row(const float (&acc)[N], const Activation& act,
@@ -143,8 +147,11 @@ FP4FUSE_HOST_DEVICE quantized_row<Format, N / 2 / Format::block_size> swiglu_qua
 /// The hand-back row form with gate and up in separate accumulators (`gate_up::separate`): gate[j]
 /// and up[j] belong to the segment's output column j. Otherwise as the interleaved form.
 /// \code
-/// float gate[16], up[16];  // one row's 16 columns of two accumulators
-/// const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::separate>(gate, up, fp4fuse::activation::swiglu{}, codec);
+/// __device__ std::uint8_t separate_hand_back(const float (&gate)[16], const float (&up)[16],
+///                                            const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec) {
+///   const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::separate>(gate, up, fp4fuse::activation::swiglu{}, codec);
+///   return q.blocks[0].scale;
+/// }
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int Out, class Activation, class Format>
 FP4FUSE_HOST_DEVICE quantized_row<Format, Out / Format::block_size> swiglu_quantize_row(const float (&gate)[Out], const float (&up)[Out],

@@ -66,7 +66,10 @@ FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t first_block_col(tile_origin ori
 /// Preconditions: packed rows aligned to the block's bytes (ld_packed a multiple of 8 for NVFP4,
 /// 16 for MXFP4).
 /// \code
-/// fp4fuse::store_quantized_row(out, {row, gate_up_col0}, q);
+/// __device__ void store(const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,
+///                       const fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 2>& q, std::int64_t row, std::int64_t gate_up_col0) {
+///   fp4fuse::store_quantized_row(out, {row, gate_up_col0}, q);
+/// }
 /// \endcode
 template <class Format, class Layout, int Blocks>
 FP4FUSE_HOST_DEVICE void store_quantized_row(const quantized_matrix<Format, Layout>& out, tile_origin origin,
@@ -95,9 +98,12 @@ FP4FUSE_HOST_DEVICE void store_quantized_row(const quantized_matrix<Format, Layo
 /// Preconditions: as `store_quantized_row`, and the packed row segment 16-byte aligned
 /// (ld_packed and the segment's first byte multiples of 16).
 /// \code
-/// __shared__ alignas(16) std::uint8_t staging[128][32];    // 128 threads x 4 NVFP4 blocks
-/// fp4fuse::store_quantized_row_staged(out, {row, gate_up_col0}, q, staging[thread]);
-/// fp4fuse::wait_staged_stores();
+/// __device__ void staged(const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,
+///                        const fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 4>& q, std::int64_t row, std::int64_t gate_up_col0) {
+///   __shared__ alignas(16) std::uint8_t staging[128][32];  // 128 threads x 4 NVFP4 blocks
+///   fp4fuse::store_quantized_row_staged(out, {row, gate_up_col0}, q, staging[threadIdx.x % 128]);
+///   fp4fuse::wait_staged_stores();
+/// }
 /// \endcode
 template <class Format, class Layout, int Blocks>
 FP4FUSE_DEVICE void store_quantized_row_staged(const quantized_matrix<Format, Layout>& out, tile_origin origin,
@@ -137,7 +143,7 @@ FP4FUSE_DEVICE void store_quantized_row_staged(const quantized_matrix<Format, La
 /// shared memory (`cp.async.bulk.wait_group.read 0`): the staging can then be reused, and the CTA
 /// may exit. sm_90 and later; traps elsewhere.
 /// \code
-/// fp4fuse::wait_staged_stores();
+/// __device__ void before_exit() { fp4fuse::wait_staged_stores(); }
 /// \endcode
 FP4FUSE_DEVICE void wait_staged_stores() {
 #if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
@@ -154,7 +160,9 @@ FP4FUSE_DEVICE void wait_staged_stores() {
 /// +Inf counts). Warp-collective: all 32 lanes call it, converged; `inside == false` contributes
 /// nothing (rows or columns beyond the matrix).
 /// \code
-/// fp4fuse::combine_output_amax(d_amax, q.amax(valid_blocks), row < M);  // d_amax: cudaMemset to 0 first
+/// __device__ void amax(float* d_amax, const fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 2>& q, int valid_blocks, bool row_inside) {
+///   fp4fuse::combine_output_amax(d_amax, q.amax(valid_blocks), row_inside);  // *d_amax: set to 0 before the GEMM
+/// }
 /// \endcode
 FP4FUSE_DEVICE void combine_output_amax(float* amax, float local, bool inside = true) {
   const unsigned bits = inside ? detail::float_bits(local) : 0u;
@@ -181,10 +189,14 @@ struct row_epilogue_extras {
 /// \param extras optional bias and amax
 /// Numerics, bounds and padding: as `swiglu_quantize_row` and `store_quantized_row`.
 /// \code
-/// float acc[64];  // tcgen05.ld 32x32b.x64 of a 128 x 64 gate/up slice at (m0, n0), after tcgen05.wait::ld
-/// using frag = fp4fuse::tcgen05_32x32b_fragment<64>;
-/// fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0 + frag::thread_row(), n0},
-///                                                                         fp4fuse::activation::swiglu{}, codec, out);
+/// __device__ void epilogue(const float (&acc)[64], std::int64_t m0, std::int64_t n0, const float* d_S,
+///                          const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   // acc: tcgen05.ld 32x32b.x64 of a 128 x 64 gate/up slice at (m0, n0), after tcgen05.wait::ld
+///   using frag = fp4fuse::tcgen05_32x32b_fragment<64>;
+///   const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
+///   fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0 + frag::thread_row(), n0},
+///                                                                           fp4fuse::activation::swiglu{}, codec, out);
+/// }
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class Format, class Layout>
 FP4FUSE_DEVICE void swiglu_quantize_row_epilogue(const float (&acc)[N], tile_origin origin, const Activation& act, const block_codec<Format>& codec,
