@@ -114,12 +114,19 @@ std::size_t differences(const std::vector<unsigned char>& got, const std::vector
 /// |act(gate) * up| (NaN ignored) of the device's own `swiglu` output; the hand-back blocks equal
 /// to the host block_codec on those activations.
 template <class Source, class Intermediate, int N, sink Sink, class Format, class Activation>
-void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_bias, const char* salt) {
+void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_bias, const char* salt, bool finite = false) {
   using oracle = oracle_layout<Source>;
   constexpr int Blocks = blocks_of<Format, N>;
   constexpr int bs = Format::block_size;
   auto g = rng(salt);
   std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
+  if (finite) {
+    // Without NaN and Inf inputs the amax is a finite maximum over every row (with them it is +Inf
+    // as soon as a special row exists): the reduction across lanes and CTAs is then what is checked.
+    std::uniform_real_distribution<float> fill(-3.0f, 3.0f);
+    for (auto& v : gu)
+      if (!std::isfinite(v)) v = fill(g);
+  }
   std::vector<float> bias(static_cast<std::size_t>(2 * I));
   std::uniform_real_distribution<float> ub(-2.0f, 2.0f);
   for (auto& b : bias) b = ub(g);
@@ -177,6 +184,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
     std::memcpy(&got_amax, raw.data(), 4);
   }
   CHECK(bits_of(got_amax) == bits_of(hmax));
+  if (finite) REQUIRE(std::isfinite(hmax));
   if constexpr (Sink == sink::hand_back) {
     std::vector<fp4fuse::quantized_block<Format>> handed(handed_count);
     const auto raw = d_handed.download();
@@ -250,6 +258,20 @@ TEST_CASE("row epilogue [gpu]: MXFP4, other interleaves, separate accumulators",
       check<separate, bf16, 64, sink::staged, nvfp4>(rows, I, fp4fuse::activation::swiglu{}, false, "nv separate staged");
       check<separate, fp32, 64, sink::direct, mxfp4>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "mx separate bias");
       check<separate, fp32, 128, sink::hand_back, mxfp4>(rows, I, fp4fuse::activation::swiglu{}, false, "mx separate hand-back");
+    }
+  }
+}
+
+TEST_CASE("row epilogue [gpu]: the output amax over finite data equals the exact maximum", "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using il8 = fp4fuse::gate_up::interleaved<8>;
+  for (std::int64_t rows : {37, 130, 300}) {
+    for (std::int64_t I : {32, 96, 1056}) {
+      check<il8, fp32, 64, sink::direct, nvfp4>(rows, I, fp4fuse::activation::swiglu{}, true, "amax direct", true);
+      check<il8, bf16, 128, sink::staged, nvfp4>(rows, I, fp4fuse::activation::swiglu_clamped{}, false, "amax staged bf16", true);
+      check<il8, fp32, 64, sink::hand_back, mxfp4>(rows, I, fp4fuse::activation::geglu_tanh{}, true, "amax hand-back mx", true);
+      check<separate, fp32, 32, sink::direct, nvfp4>(rows, I, fp4fuse::activation::swiglu{}, true, "amax separate", true);
     }
   }
 }

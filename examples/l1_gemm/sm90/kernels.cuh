@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(threads, 1)
     int stage = 0;
     std::uint32_t phase = 0;
     const bool active = consumer < cfg::consumers;  // 64 x 32 tiles: the second consumer has no MMAs
-    // ... and, where the epilogue writes its padding without accumulators (`padding`), writes the
+    // ... and, where the epilogue writes its padding without accumulators (`padding_beyond`), writes the
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
