@@ -122,6 +122,9 @@ TEST_CASE("host twins: the mma.sync, wgmma and tcgen05-row forms write the host 
       check<form::mma, 12, nv, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin mma 3 blocks");
       check<form::wgmma, 256, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin wgmma");
       check<form::wgmma, 64, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin wgmma 64");
+      check<form::mma, 8, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin mma mx");
+      check<form::mma, 24, mx, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin mma mx 3 blocks");
+      check<form::wgmma, 256, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin wgmma mx");
       check<form::row, 32, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin row");
       check<form::row, 128, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin row bf16");
       check<form::row, 64, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin row mx");

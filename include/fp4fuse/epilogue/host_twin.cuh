@@ -12,9 +12,9 @@
 /// `swiglu_quantize_row_epilogue_host` `acc[128][N]` (`tcgen05_32x32b_fragment<N>`); docs/EPILOGUE.md
 /// lists the device forms they mirror.
 ///
-/// The quad collectives of the mma form are emulated lane by lane (a block's amax is the maximum of
-/// its four lanes' partial maxima, NaN ignored, then each lane encodes its own values with the
-/// block's multiplier), the row form is its own host twin (`swiglu_quantize_row` and
+/// The quad collectives of the mma form are emulated lane by lane (a block's amax is the codec's
+/// `combine_amax` of its four lanes' partial maxima, then each lane encodes its own values with the
+/// block's multiplier; NVFP4 and MXFP4), the row form is its own host twin (`swiglu_quantize_row` and
 /// `store_quantized_row` are `__host__ __device__`). Bit-identical to the device forms for every
 /// recipe whose scale is (te_exact, MXFP4; vllm's multiplier may differ by its `rcp.approx`, see
 /// nvfp4.cuh). Tests: tests/epilogue/host_twin.cu (against the host block_codec), and on the GPU
@@ -55,33 +55,38 @@ template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, clas
 void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_origin origin, const Activation& act,
                                        const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>, "swiglu_quantize_mma_epilogue_host: gate_up::interleaved<8>, as the device form");
-  static_assert(detail::is_nvfp4<Format>, "swiglu_quantize_mma_epilogue_host: NVFP4, as the device form");
-  static_assert(Tiles % 4 == 0, "swiglu_quantize_mma_epilogue_host: Tiles must be a multiple of 4");
+  static_assert(Tiles % (Format::block_size / 4) == 0,
+                "swiglu_quantize_mma_epilogue_host: Tiles must be a multiple of 4 for NVFP4, of 8 for MXFP4, as the device form");
   static_assert(!scale_layout::is_grouped<Layout>, "swiglu_quantize_mma_epilogue_host: a grouped layout is written per expert");
   using frag = mma_m16n8_f32_fragment;
-  const cuda::std::int64_t first_block_col = origin.gate_up_col / 32;
+  constexpr int bs = Format::block_size;
+  constexpr int per_lane = bs / 4;      // values of a block per lane: 4 (NVFP4), 8 (MXFP4)
+  constexpr int tiles_per_block = bs / 4;  // n8 tiles per block: 2 * bs gate/up columns, 8 per tile
+  const cuda::std::int64_t first_block_col = origin.gate_up_col / (2 * bs);
   for (int half = 0; half < 2; ++half) {
-    for (int block = 0; block < Tiles / 4; ++block) {
-      float h[32][4], partial[32];
+    for (int block = 0; block < Tiles / tiles_per_block; ++block) {
+      // Lane l's values of the block: granule q (of the block's bs / 8), element e: output column
+      // 8q + 2t + e of the block, from gate tile tiles_per_block * block + 2q and the up tile after it.
+      float h[32][8], partial[32];
       for (int lane = 0; lane < 32; ++lane) {
-        for (int q = 0; q < 2; ++q)
-          for (int e = 0; e < 2; ++e)
-            h[lane][2 * q + e] = detail::activate_one<Intermediate>(act, acc[lane][4 * block + 2 * q][2 * half + e],
-                                                                    acc[lane][4 * block + 2 * q + 1][2 * half + e]);
         partial[lane] = 0.0f;
-        for (float v : h[lane]) partial[lane] = detail::max_num(partial[lane], detail::abs_float(v));
+        for (int q = 0; q < per_lane / 2; ++q)
+          for (int e = 0; e < 2; ++e) {
+            const int gate_tile = tiles_per_block * block + 2 * q;
+            h[lane][2 * q + e] = detail::activate_one<Intermediate>(act, acc[lane][gate_tile][2 * half + e], acc[lane][gate_tile + 1][2 * half + e]);
+            partial[lane] = codec.combine_amax(partial[lane], detail::abs_float(h[lane][2 * q + e]));
+          }
       }
       for (int lane = 0; lane < 32; ++lane) {
         const int quad = lane & ~3, t = lane % 4;
         float amax = partial[quad];
-        for (int j = 1; j < 4; ++j) amax = detail::max_num(amax, partial[quad + j]);  // the quad's shuffles
+        for (int j = 1; j < 4; ++j) amax = codec.combine_amax(amax, partial[quad + j]);  // the quad's shuffles
         const block_scale s = codec.scale_for(amax);
         const cuda::std::int64_t row = origin.row + frag::row(lane, 2 * half), block_col = first_block_col + block;
         const bool inside = row < out.rows() && block_col < out.layout.scale_cols;
         if (inside) {
-          cuda::std::uint8_t* p = out.packed + row * out.ld_packed + block_col * 8;
-          p[t] = e2m1x2_encode(h[lane][0] * s.multiplier, h[lane][1] * s.multiplier);
-          p[4 + t] = e2m1x2_encode(h[lane][2] * s.multiplier, h[lane][3] * s.multiplier);
+          cuda::std::uint8_t* p = out.packed + row * out.ld_packed + block_col * (bs / 2);
+          for (int q = 0; q < per_lane / 2; ++q) p[4 * q + t] = e2m1x2_encode(h[lane][2 * q] * s.multiplier, h[lane][2 * q + 1] * s.multiplier);
         }
         if (t == 0 && row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
           out.scales[out.layout.offset(row, block_col)] = inside ? s.code : cuda::std::uint8_t{0};
