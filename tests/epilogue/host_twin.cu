@@ -54,16 +54,28 @@ float scale_for_test(const std::vector<float>& gu) {
 enum class form { mma, wgmma, row };
 
 template <form Form, int Width, class Format, class Intermediate, class Activation>
-void check(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+void check(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt, bool with_bias = false) {
   using il8 = fp4fuse::gate_up::interleaved<8>;
   constexpr int bs = Format::block_size;
   auto g = rng(salt);
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   const float S = scale_for_test<Format>(gu);
   const std::int64_t ld_packed = I / 2 + 16;
+  // An optional [2I] bias: the reference quantizes the biased matrix (added in fp32), the forms
+  // add it to the registers (add_column_bias, add_column_bias_wgmma, the row form's column_bias).
+  std::vector<float> bias(static_cast<std::size_t>(2 * I));
+  std::uniform_real_distribution<float> ub(-2.0f, 2.0f);
+  for (auto& b : bias) b = ub(g);
+  std::vector<float> biased = gu;
+  if (with_bias)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < 2 * I; ++c) biased[static_cast<std::size_t>(r * 2 * I + c)] += bias[static_cast<std::size_t>(c)];
+  const auto bias_at = [&](std::int64_t c0) {
+    return with_bias ? fp4fuse::column_bias{bias.data() + c0, 2 * I - c0} : fp4fuse::column_bias{};
+  };
   std::vector<std::uint8_t> want_p, want_s;
   float want_amax;
-  reference<Format, il8, Intermediate>(gu, rows, I, ld_packed, act, S, want_p, want_s, want_amax);
+  reference<Format, il8, Intermediate>(biased, rows, I, ld_packed, act, S, want_p, want_s, want_amax);
   const layout_t layout{rows, I / bs};
   std::vector<std::uint8_t> got_p(want_p.size(), poison), got_s(want_s.size(), poison);
   const fp4fuse::quantized_matrix<Format, layout_t> out{got_p.data(), ld_packed, got_s.data(), layout};
@@ -79,6 +91,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
         for (int lane = 0; lane < 32; ++lane)
           for (int n = 0; n < Width; ++n)
             for (int r = 0; r < 4; ++r) acc[lane][n][r] = value_at(gu, rows, I, r0 + frag::row(lane, r), c0 + 8 * n + frag::col(lane, r));
+        for (int lane = 0; lane < 32; ++lane) fp4fuse::add_column_bias(acc[lane], bias_at(c0), lane);
         fp4fuse::swiglu_quantize_mma_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out);
       }
   } else if constexpr (Form == form::wgmma) {
@@ -88,6 +101,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
       for (std::int64_t c0 = 0; c0 < gu_cols; c0 += Width) {
         for (int t = 0; t < 128; ++t)
           for (int i = 0; i < Width / 2; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::row(t, i), c0 + frag::col(t, i));
+        for (int t = 0; t < 128; ++t) fp4fuse::add_column_bias_wgmma(acc[t], bias_at(c0), t);
         fp4fuse::swiglu_quantize_wgmma_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out);
       }
   } else {
@@ -97,7 +111,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
       for (std::int64_t c0 = 0; c0 < gu_cols; c0 += Width) {
         for (int t = 0; t < 128; ++t)
           for (int i = 0; i < Width; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::row(t, i), c0 + frag::col(t, i));
-        fp4fuse::swiglu_quantize_row_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out, {{}, &got_amax});
+        fp4fuse::swiglu_quantize_row_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out, {bias_at(c0), &got_amax});
       }
     CHECK(bits_of(got_amax) == bits_of(want_amax));
   }
@@ -123,6 +137,9 @@ TEST_CASE("host twins: the mma.sync, wgmma and tcgen05-row forms write the host 
       check<form::wgmma, 256, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin wgmma");
       check<form::wgmma, 64, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin wgmma 64");
       check<form::mma, 8, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin mma mx");
+      check<form::mma, 8, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin mma bias", true);
+      check<form::wgmma, 128, mx, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin wgmma mx bias", true);
+      check<form::row, 64, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin row bias", true);
       check<form::mma, 24, mx, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin mma mx 3 blocks");
       check<form::wgmma, 256, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin wgmma mx");
       check<form::row, 32, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin row");

@@ -20,6 +20,7 @@
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/format.cuh"
@@ -378,6 +379,38 @@ FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(co
     }
   }
   return q;
+}
+
+/// Adds a per-column bias to one lane's `mma.sync` accumulators in place, before the epilogue (the
+/// activation then takes the biased gate and up, GPT-OSS): register r of n8 tile n is the tile's
+/// gate/up column 8n + `mma_m16n8_f32_fragment::col(lane, r)`, and gets `bias.add` of that column
+/// (`column_bias` of the tile's first gate/up column: columns past `count` unchanged). Per lane, host
+/// and device.
+/// \code
+/// __device__ void biased(float (&acc)[8][4], const float* d_bias, std::int64_t I, std::int64_t gate_up_col0) {
+///   fp4fuse::add_column_bias(acc, {d_bias + gate_up_col0, 2 * I - gate_up_col0}, static_cast<int>(threadIdx.x % 32));
+/// }
+/// \endcode
+template <int Tiles>
+FP4FUSE_HOST_DEVICE void add_column_bias(float (&acc)[Tiles][4], column_bias bias, int lane) {
+  FP4FUSE_UNROLL
+  for (int n = 0; n < Tiles; ++n) {
+    FP4FUSE_UNROLL
+    for (int r = 0; r < 4; ++r) acc[n][r] = bias.add(acc[n][r], 8 * n + mma_m16n8_f32_fragment::col(lane, r));
+  }
+}
+
+/// The same for one thread's `wgmma` m64nNk16 fragment (`thread` 0..127 of the warpgroup): register
+/// i is the tile's gate/up column `wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i)`.
+/// \code
+/// __device__ void biased(float (&acc)[128], const float* d_bias, std::int64_t I, std::int64_t n0) {
+///   fp4fuse::add_column_bias_wgmma(acc, {d_bias + n0, 2 * I - n0}, static_cast<int>(threadIdx.x % 128));
+/// }
+/// \endcode
+template <int Registers>
+FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_bias bias, int thread) {
+  FP4FUSE_UNROLL
+  for (int i = 0; i < Registers; ++i) acc[i] = bias.add(acc[i], wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i));
 }
 
 /// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
