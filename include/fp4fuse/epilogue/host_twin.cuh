@@ -142,7 +142,7 @@ void swiglu_quantize_row_epilogue_host(const float (&acc)[128][N], tile_origin o
     if (extras.amax != nullptr && mine.row < out.rows()) {
       const cuda::std::int64_t left = out.layout.scale_cols - origin.gate_up_col / (2 * Format::block_size);
       const float a = q.amax(left <= 0 ? 0 : (left < blocks ? static_cast<int>(left) : blocks));
-      if (detail::float_bits(a) > detail::float_bits(*extras.amax)) *extras.amax = a;
+      if (a > 0.0f && detail::float_bits(a) > detail::float_bits(*extras.amax)) *extras.amax = a;  // combine_output_amax's rule
     }
   }
 }

@@ -155,17 +155,18 @@ FP4FUSE_DEVICE void wait_staged_stores() {
 
 /// Combines the calling warp's amaxes into `*amax` (device memory, initialised to +0 before the
 /// GEMM): the warp's maximum (one `__reduce_max_sync` over the bits), then one `atomicMax` on the
-/// float's bits by lane 0. Non-negative floats order as their bits, so the result is exactly the
-/// maximum over every thread's `local` (NaN must not be passed: `quantized_row::amax` ignores it;
-/// +Inf counts). Warp-collective: all 32 lanes call it, converged; `inside == false` contributes
-/// nothing (rows or columns beyond the matrix).
+/// float's bits by lane 0. Positive floats order as their bits, so the result is exactly the
+/// maximum over every thread's positive `local` (+Inf counts). NaN, -0 and negative values
+/// contribute nothing: as unsigned bits they would rank above every positive float and stick in
+/// `*amax` (`quantized_row::amax` never returns them). Warp-collective: all 32 lanes call it,
+/// converged; `inside == false` contributes nothing (rows or columns beyond the matrix).
 /// \code
 /// __device__ void amax(float* d_amax, const fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 2>& q, int valid_blocks, bool row_inside) {
 ///   fp4fuse::combine_output_amax(d_amax, q.amax(valid_blocks), row_inside);  // *d_amax: set to 0 before the GEMM
 /// }
 /// \endcode
 FP4FUSE_DEVICE void combine_output_amax(float* amax, float local, bool inside = true) {
-  const unsigned bits = inside ? detail::float_bits(local) : 0u;
+  const unsigned bits = inside && local > 0.0f ? detail::float_bits(local) : 0u;  // false for NaN, -0, < 0
   const unsigned warp_max = __reduce_max_sync(0xFFFFFFFFu, bits);
   if (cuda::ptx::get_sreg_laneid() == 0 && warp_max != 0u) atomicMax(reinterpret_cast<unsigned*>(amax), warp_max);
 }
