@@ -6,6 +6,7 @@
 #include <fp4fuse/epilogue/scale_padding.cuh>
 #include <fp4fuse/scale_layout.cuh>
 
+#include <algorithm>
 #include <vector>
 
 #include "../test_support.hpp"
@@ -85,4 +86,26 @@ TEST_CASE("write_scale_padding_beyond_grid: a grid that covers the padded extent
   for (std::int64_t r0 = 0; r0 < 256; r0 += 128)
     for (std::int64_t c0 = 0; c0 < 8; c0 += 4) fp4fuse::write_scale_padding_beyond_grid(scales.data(), layout, grid, {r0, c0, {128, 4}}, 0, 1);
   for (std::uint8_t b : scales) REQUIRE(b == poison);
+}
+
+TEST_CASE("write_scale_padding_beyond_grid on the output descriptor writes what the layout form writes", "[epilogue]") {
+  for (std::int64_t M : {1, 37, 128, 130}) {
+    for (std::int64_t K : {1, 4, 5, 9}) {
+      const fp4fuse::scale_layout::swizzled_128x4 layout{M, K};
+      INFO("M=" << M << " scale columns=" << K);
+      std::vector<std::uint8_t> by_layout(static_cast<std::size_t>(layout.size_bytes()), poison), by_output = by_layout;
+      const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{nullptr, 16 * K, by_output.data(), layout};
+      const extent tile{64, 2};
+      const fp4fuse::scale_tile_grid grid{tile, {(M + 63) / 64 * 64, (K + 1) / 2 * 2}};
+      for (std::int64_t r0 = 0; r0 < grid.covered.rows; r0 += tile.rows)
+        for (std::int64_t c0 = 0; c0 < grid.covered.cols; c0 += tile.cols) {
+          fp4fuse::write_scale_padding_beyond_grid(by_layout.data(), layout, grid, {r0, c0, tile}, 0, 1);
+          fp4fuse::write_scale_padding_beyond_grid(out, grid, {r0, c0, tile}, 0, 1);
+        }
+      REQUIRE(by_output == by_layout);
+      // 64-row tiles end short of the 128-row padding for M <= 64, 2-block tiles short of 4 blocks for K % 4 in 1..2.
+      const bool short_grid = grid.covered.rows < layout.padded_rows() || grid.covered.cols < layout.padded_cols();
+      CHECK((std::count(by_output.begin(), by_output.end(), std::uint8_t{0}) > 0) == short_grid);
+    }
+  }
 }

@@ -93,4 +93,9 @@ __global__ void blocks_il1(const float* S) {
 }
 #elif CASE == 19  // expect: tcgen05.ld 32x32b.xN: N is a power of two, 1..128
 constexpr int not_a_load = fp4fuse::tcgen05_32x32b_fragment<48>::registers;
+#elif CASE == 20  // expect: write_scale_padding_beyond_grid: a grouped (MoE) layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+__global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+  fp4fuse::write_scale_padding_beyond_grid(out, {{64, 2}, {64, 2}}, {0, 0, {64, 2}}, static_cast<int>(threadIdx.x), 128);
+}
 #endif

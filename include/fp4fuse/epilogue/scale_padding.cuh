@@ -21,6 +21,7 @@
 #include <cuda/std/cstdint>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/scale_layout.cuh"
 
 namespace fp4fuse {
@@ -67,6 +68,8 @@ struct scale_region {
 template <class Layout>
 FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* scales, const Layout& layout, scale_tile_grid grid,
                                                          scale_region part, int thread, int threads) {
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "write_scale_padding_beyond_grid: a grouped (MoE) layout is written per expert (layout.expert(e)), each with its own grid");
   const scale_layout::extent padded = scale_layout::padded_extent(layout);
   const cuda::std::int64_t tile_end_row = (part.row0 / grid.tile.rows + 1) * grid.tile.rows;
   const cuda::std::int64_t tile_end_col = (part.col0 / grid.tile.cols + 1) * grid.tile.cols;
@@ -90,6 +93,20 @@ FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* sca
       }
     }
   }
+}
+
+/// The same on the output descriptor: the scale padding of `out` (`out.scales`, `out.layout`) that
+/// `grid` does not cover, as the epilogues take their output.
+/// \code
+/// __device__ void pad(const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,
+///                     const fp4fuse::scale_tile_grid& grid, std::int64_t m0, std::int64_t k0) {
+///   fp4fuse::write_scale_padding_beyond_grid(out, grid, {m0, k0, grid.tile}, threadIdx.x % 128, 128);  // one warpgroup per tile
+/// }
+/// \endcode
+template <class Format, class Layout>
+FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(const quantized_matrix<Format, Layout>& out, scale_tile_grid grid, scale_region part,
+                                                         int thread, int threads) {
+  write_scale_padding_beyond_grid(out.scales, out.layout, grid, part, thread, threads);
 }
 
 }  // namespace fp4fuse
