@@ -10,7 +10,8 @@
 ///
 /// With G = 8 every thread of an mma/wgmma accumulator fragment holds matching gate and up values.
 /// `gate_up::separate` is a source, not a column layout: gate and up in two accumulators (a GEMM
-/// with two B operands, or the two halves of a split one), taken by the row epilogue only.
+/// with two B operands, or the two halves of a split one), taken by the row epilogue; the fragment
+/// epilogues take it after `interleave_gate_up` (epilogue/swiglu_quantize.cuh).
 #include "fp4fuse/config.cuh"
 
 #include <cuda/std/cstdint>

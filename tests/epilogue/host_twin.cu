@@ -51,7 +51,9 @@ float scale_for_test(const std::vector<float>& gu) {
   return fp4fuse::nvfp4_global_encode_scale(m * m);  // any finite S works: the twins must match at it
 }
 
-enum class form { mma, wgmma, row };
+// mma_separate / wgmma_separate: gate and up in two accumulators (a GEMM with two B operands),
+// each filled from its own columns and biased with its own bias, then interleave_gate_up.
+enum class form { mma, wgmma, row, mma_separate, wgmma_separate };
 
 template <form Form, int Width, class Format, class Intermediate, class Activation>
 void check(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt, bool with_bias = false) {
@@ -73,6 +75,17 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
   const auto bias_at = [&](std::int64_t c0) {
     return with_bias ? fp4fuse::column_bias{bias.data() + c0, 2 * I - c0} : fp4fuse::column_bias{};
   };
+  // Separate accumulators: output column c's gate and up values and biases.
+  std::vector<float> gate_bias(static_cast<std::size_t>(I)), up_bias(static_cast<std::size_t>(I));
+  for (std::int64_t c = 0; c < I; ++c) {
+    gate_bias[static_cast<std::size_t>(c)] = bias[static_cast<std::size_t>(il8::gate_col(c, I))];
+    up_bias[static_cast<std::size_t>(c)] = bias[static_cast<std::size_t>(il8::up_col(c, I))];
+  }
+  const auto separate_bias = [&](const std::vector<float>& b, std::int64_t oc0) {
+    return with_bias ? fp4fuse::column_bias{b.data() + oc0, I - oc0} : fp4fuse::column_bias{};
+  };
+  const auto gate_at = [&](std::int64_t row, std::int64_t c) { return c < I ? value_at(gu, rows, I, row, il8::gate_col(c, I)) : 0.0f; };
+  const auto up_at = [&](std::int64_t row, std::int64_t c) { return c < I ? value_at(gu, rows, I, row, il8::up_col(c, I)) : 0.0f; };
   std::vector<std::uint8_t> want_p, want_s;
   float want_amax;
   reference<Format, il8, Intermediate>(biased, rows, I, ld_packed, act, S, want_p, want_s, want_amax);
@@ -103,6 +116,41 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
           for (int i = 0; i < Width / 2; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::row(t, i), c0 + frag::col(t, i));
         for (int t = 0; t < 128; ++t) fp4fuse::add_column_bias_wgmma(acc[t], bias_at(c0), t);
         fp4fuse::swiglu_quantize_wgmma_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out);
+      }
+  } else if constexpr (Form == form::mma_separate) {
+    using frag = fp4fuse::mma_m16n8_f32_fragment;
+    static float gate[32][Width / 2][4], up[32][Width / 2][4], acc[32][Width][4];
+    for (std::int64_t r0 = 0; r0 < layout.padded_rows(); r0 += 16)
+      for (std::int64_t c0 = 0; c0 < gu_cols; c0 += 8 * Width) {
+        const std::int64_t oc0 = c0 / 2;  // the accumulators' first output column
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int n = 0; n < Width / 2; ++n)
+            for (int r = 0; r < 4; ++r) {
+              gate[lane][n][r] = gate_at(r0 + frag::row(lane, r), oc0 + 8 * n + frag::col(lane, r));
+              up[lane][n][r] = up_at(r0 + frag::row(lane, r), oc0 + 8 * n + frag::col(lane, r));
+            }
+          fp4fuse::add_column_bias(gate[lane], separate_bias(gate_bias, oc0), lane);
+          fp4fuse::add_column_bias(up[lane], separate_bias(up_bias, oc0), lane);
+          fp4fuse::interleave_gate_up(gate[lane], up[lane], acc[lane]);
+        }
+        fp4fuse::swiglu_quantize_mma_epilogue_host<il8, Intermediate>(acc, {r0, 2 * oc0}, act, codec, out);
+      }
+  } else if constexpr (Form == form::wgmma_separate) {
+    using half = fp4fuse::wgmma_m64nN_f32_fragment<Width / 2>;  // each accumulator: Width / 2 output columns
+    static float gate[128][Width / 4], up[128][Width / 4], acc[128][Width / 2];
+    for (std::int64_t r0 = 0; r0 < layout.padded_rows(); r0 += 64)
+      for (std::int64_t c0 = 0; c0 < gu_cols; c0 += Width) {
+        const std::int64_t oc0 = c0 / 2;
+        for (int t = 0; t < 128; ++t) {
+          for (int i = 0; i < Width / 4; ++i) {
+            gate[t][i] = gate_at(r0 + half::row(t, i), oc0 + half::col(t, i));
+            up[t][i] = up_at(r0 + half::row(t, i), oc0 + half::col(t, i));
+          }
+          fp4fuse::add_column_bias_wgmma(gate[t], separate_bias(gate_bias, oc0), t);
+          fp4fuse::add_column_bias_wgmma(up[t], separate_bias(up_bias, oc0), t);
+          fp4fuse::interleave_gate_up(gate[t], up[t], acc[t]);
+        }
+        fp4fuse::swiglu_quantize_wgmma_epilogue_host<il8, Intermediate>(acc, {r0, 2 * oc0}, act, codec, out);
       }
   } else {
     using frag = fp4fuse::tcgen05_32x32b_fragment<Width>;
@@ -146,6 +194,31 @@ TEST_CASE("host twins: the mma.sync, wgmma and tcgen05-row forms write the host 
       check<form::row, 128, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin row bf16");
       check<form::row, 64, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin row mx");
       check<form::row, 128, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin row mx 2 blocks");
+    }
+  }
+}
+
+TEST_CASE("interleave_gate_up: separate gate and up accumulators through the mma.sync and wgmma forms (host twins)", "[epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using nv = fp4fuse::format::nvfp4<>;
+  using mx = fp4fuse::format::mxfp4<>;
+  // The map itself: gate tile k -> tile 2k, up tile k -> tile 2k + 1; wgmma register 4k + j -> 8k + j and 8k + 4 + j.
+  float g2[3][4], u2[3][4], a2[6][4], g1[12], u1[12], a1[24];
+  for (int i = 0; i < 12; ++i) g2[i / 4][i % 4] = g1[i] = static_cast<float>(i), u2[i / 4][i % 4] = u1[i] = static_cast<float>(100 + i);
+  fp4fuse::interleave_gate_up(g2, u2, a2);
+  fp4fuse::interleave_gate_up(g1, u1, a1);
+  for (int i = 0; i < 24; ++i) {
+    const float want = (i / 4) % 2 == 0 ? static_cast<float>(4 * (i / 8) + i % 4) : static_cast<float>(100 + 4 * (i / 8) + i % 4);
+    REQUIRE(a1[i] == want);
+    REQUIRE(a2[i / 4][i % 4] == want);
+  }
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {32, 96, 1056}) {
+      check<form::mma_separate, 8, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "separate mma", true);
+      check<form::mma_separate, 16, mx, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "separate mma mx");
+      check<form::wgmma_separate, 256, nv, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "separate wgmma", true);
+      check<form::wgmma_separate, 128, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "separate wgmma mx", true);
     }
   }
 }

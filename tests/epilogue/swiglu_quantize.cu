@@ -97,7 +97,9 @@ using wfrag = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN>;
 /// 64 x 256 gate/up tile into acc[128] exactly as wgmma would leave it, then runs the epilogue.
 /// The warpgroups cover round_up(rows, 128) rows and round_up(I, 64) output columns (rounded up
 /// again to the 128-column tile: the epilogue must skip blocks beyond the padded scale columns).
-template <class Intermediate, class Activation, class Output = output_t>
+/// Separate: gate and up loaded as two m64n128 fragments of their own (a GEMM with two B
+/// operands), then interleave_gate_up.
+template <class Intermediate, class Activation, class Output = output_t, bool Separate = false>
 __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
   using F = typename Output::format_type;
   const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -109,9 +111,21 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
   const std::int64_t gu0 = (group % tiles_per_row) * kWgmmaN;
   if (row0 >= out.layout.padded_rows()) return;  // whole warpgroup
   float acc[wfrag::registers];
+  if constexpr (Separate) {
+    using half = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN / 2>;  // each: 128 output columns
+    float gate[half::registers], up[half::registers];
 #pragma unroll
-  for (int i = 0; i < wfrag::registers; ++i) {
-    acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+    for (int i = 0; i < half::registers; ++i) {
+      const std::int64_t row = row0 + half::row(thread, i), c = gu0 / 2 + half::col(thread, i);  // output column
+      gate[i] = c < out.cols() ? load_or_zero(gate_up, out.rows(), out.cols(), row, il8::gate_col(c, out.cols())) : 0.0f;
+      up[i] = c < out.cols() ? load_or_zero(gate_up, out.rows(), out.cols(), row, il8::up_col(c, out.cols())) : 0.0f;
+    }
+    fp4fuse::interleave_gate_up(gate, up, acc);
+  } else {
+#pragma unroll
+    for (int i = 0; i < wfrag::registers; ++i) {
+      acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+    }
   }
   const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
   fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
@@ -245,14 +259,15 @@ void check_mma_format(std::int64_t rows, std::int64_t I, const Activation& act, 
   });
 }
 
-/// The wgmma form for any format.
-template <class Intermediate, class Format, class Activation>
+/// The wgmma form for any format (Separate: from two accumulators through interleave_gate_up).
+template <class Intermediate, class Format, bool Separate = false, class Activation>
 void check_wgmma_format(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("wgmma, block " << Format::block_size << (Separate ? ", separate gate and up accumulators" : ""));
   using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
   check_against_swiglu_quantize<Intermediate, Format>(rows, I, act, salt, [&](const float* gu, const float* S, const out_t& out) {
     const std::int64_t tiles_per_row = (out.layout.padded_cols() * Format::block_size + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
     const std::int64_t groups = out.layout.padded_rows() / 64 * tiles_per_row;
-    wgmma_epilogue_kernel<Intermediate><<<static_cast<unsigned>(groups), 128>>>(gu, act, S, out);
+    wgmma_epilogue_kernel<Intermediate, Activation, out_t, Separate><<<static_cast<unsigned>(groups), 128>>>(gu, act, S, out);
   });
 }
 
@@ -321,6 +336,19 @@ TEST_CASE("fragment epilogues [gpu]: MXFP4 (quad all-reduce of 32-blocks) and th
       check_mma_format<fp32, format_t, 4, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 1 block");
       check_mma_format<bf16, format_t, 12, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "nv hand-back 3 blocks");
       check_mma_format<fp32, format_t, 20, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 5 blocks");
+    }
+  }
+}
+
+TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: separate gate and up accumulators (interleave_gate_up), bit-identical to swiglu_quantize",
+          "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      check_wgmma_format<fp32, format_t, true>(rows, I, fp4fuse::activation::swiglu{}, "nv wgmma separate");
+      check_wgmma_format<bf16, mx, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx wgmma separate bf16");
     }
   }
 }

@@ -210,16 +210,19 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 ///         covers 8 * Tiles gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks
 ///         (Tiles / 8 MXFP4 blocks).
 /// \param acc    the lane's fragments, `acc[n][r]` as `mma_m16n8_f32_fragment` maps them
-/// \param origin the tile's first output row and first gate/up column (a multiple of 32)
+/// \param origin the tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
 /// \param act    the gated activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`)
 /// \param codec  the format's codec, built from the global encode scale S
 /// \param out    the quantized output [M, I] and its scale layout
 /// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset`
 /// as well (both fp4fuse layouts) the row's part of the offset is computed once per row.
-/// Packed bytes of rows >= out.rows() or blocks >= out.cols() / 16 are not written. Scale entries
-/// in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers
-/// are written as 0x00: tiles covering round_up(M, 128) x round_up(2I, 128) gate/up columns
-/// (swizzled layout) write the whole scale tensor, padding included.
+/// Packed bytes of rows >= out.rows() or blocks >= out.layout.scale_cols are not written. Scale
+/// entries in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile
+/// covers are written as 0x00: tiles covering `scale_layout::padded_extent(out.layout)` (swizzled
+/// layout: round_up(M, 128) rows x round_up(I / block size, 4) blocks, i.e. round_up(2I, 128)
+/// gate/up columns for NVFP4 and round_up(2I, 256) for MXFP4; `scale_layout::tiles_to_cover`)
+/// write the whole scale tensor, padding included; otherwise `write_scale_padding_beyond_grid`
+/// (epilogue/scale_padding.cuh) writes the rest.
 ///
 /// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
 /// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
@@ -239,7 +242,7 @@ template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, clas
 FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
                                                  const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
-                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>)");
+                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
   static_assert(Tiles % (Format::block_size / 4) == 0,
                 "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
   static_assert(!scale_layout::is_grouped<Layout>,
@@ -353,7 +356,7 @@ template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, clas
 FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(const float (&acc)[Tiles][4], const Activation& act,
                                                                               const block_codec<Format>& codec) {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
-                "swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>)");
+                "swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
   static_assert(Tiles % (Format::block_size / 4) == 0,
                 "swiglu_quantize_mma_blocks: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
   using result = mma_quantized_blocks<Format, Tiles>;
@@ -379,6 +382,57 @@ FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(co
     }
   }
   return q;
+}
+
+/// Gate and up from two accumulators (`gate_up::separate`: a GEMM with two B operands, or the two
+/// halves of a split one) as the one `gate_up::interleaved<8>` accumulator the fragment forms take:
+/// n8 tile k of `gate` becomes tile 2k of `acc`, of `up` tile 2k + 1. Output column c of the
+/// accumulators (c0 + c, c0 their first output column) is then the gate/up pair of the result's
+/// tile, whose `tile_origin` is {row, 2 * c0}. Bias: `add_column_bias` on each accumulator first,
+/// with the gate's and the up's own bias. A renaming of registers, no arithmetic. Per lane, host and
+/// device.
+/// \code
+/// __device__ void two_b_operands(const float (&gate)[4][4], const float (&up)[4][4], std::int64_t row0, std::int64_t c0,
+///                                const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec,
+///                                const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   float acc[8][4];  // 32 output columns of gate and of up: 64 gate/up columns, 2 NVFP4 blocks per row
+///   fp4fuse::interleave_gate_up(gate, up, acc);
+///   fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+/// }
+/// \endcode
+template <int Tiles>
+FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Tiles][4], const float (&up)[Tiles][4], float (&acc)[2 * Tiles][4]) {
+  FP4FUSE_UNROLL
+  for (int k = 0; k < Tiles; ++k) {
+    FP4FUSE_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      acc[2 * k][r] = gate[k][r];
+      acc[2 * k + 1][r] = up[k][r];
+    }
+  }
+}
+
+/// The same for one thread's two `wgmma` m64nNk16 fragments of N columns each (`Registers` = N / 2):
+/// the result is the thread's fragment of a 2N-column tile (`wgmma_m64nN_f32_fragment<2N>`) that
+/// `swiglu_quantize_wgmma_epilogue` takes, register 8k + j (j < 4) gate register 4k + j and
+/// register 8k + 4 + j up register 4k + j.
+/// \code
+/// __device__ void two_wgmma(const float (&gate)[64], const float (&up)[64], std::int64_t m0, std::int64_t c0,
+///                           const fp4fuse::block_codec<fp4fuse::format::mxfp4<>>& codec,
+///                           const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   float acc[128];  // gate and up of m64n128k16 each: 128 output columns, 4 MXFP4 blocks per row
+///   fp4fuse::interleave_gate_up(gate, up, acc);
+///   fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+/// }
+/// \endcode
+template <int Registers>
+FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Registers], const float (&up)[Registers], float (&acc)[2 * Registers]) {
+  static_assert(Registers % 4 == 0, "interleave_gate_up: a wgmma fragment has 4 registers per n8 tile");
+  FP4FUSE_UNROLL
+  for (int i = 0; i < Registers; ++i) {
+    acc[8 * (i / 4) + i % 4] = gate[i];
+    acc[8 * (i / 4) + 4 + i % 4] = up[i];
+  }
 }
 
 /// Adds a per-column bias to one lane's `mma.sync` accumulators in place, before the epilogue (the
@@ -419,7 +473,7 @@ FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_b
 /// numerics, bounds checks and scale padding are exactly those of that function.
 ///
 /// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
-/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 32)
+/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
 /// \param act    the gated activation
 /// \param codec  the format's codec, built from the global encode scale S
 /// \param out    the quantized output [M, I] and its scale layout
