@@ -28,6 +28,7 @@
 #include "fp4fuse/epilogue/swiglu_quantize.cuh"
 #include "fp4fuse/epilogue/scale_padding.cuh"
 #include "fp4fuse/epilogue/tcgen05_fragment.cuh"
+#include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/row_store.cuh"
 #include "fp4fuse/epilogue/host_twin.cuh"

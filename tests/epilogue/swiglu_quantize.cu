@@ -2,6 +2,7 @@
 // against the standalone swiglu_quantize kernel on the same fp32 gate/up values: packed bytes and
 // every byte of the scale tensor, its padding included, over outputs poisoned with non-zero bytes.
 #include <fp4fuse/epilogue/mma_fragment.cuh>
+#include <fp4fuse/epilogue/output_amax.cuh>
 #include <fp4fuse/epilogue/swiglu_quantize.cuh>
 #include <fp4fuse/epilogue/wgmma_fragment.cuh>
 
@@ -43,8 +44,10 @@ static_assert(poison != 0, "the outputs start non-zero, so zero scale padding mu
 
 /// The fp32 gate/up value at (row, col) of the [rows, 2I] matrix, or 0 beyond it (as a GEMM's
 /// zero-filled edge tile leaves its accumulators).
-__device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int64_t I, std::int64_t row, std::int64_t col) {
-  return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : 0.0f;
+/// `beyond` instead of 0: accumulators past the matrix that hold anything (the amax must skip them).
+__device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int64_t I, std::int64_t row, std::int64_t col,
+                              float beyond = 0.0f) {
+  return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : beyond;
 }
 
 /// Each warp loads a 16 x 8 Tiles gate/up tile into registers exactly as mma.sync would leave it,
@@ -53,7 +56,8 @@ __device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int6
 /// still call the epilogue. Tiles = 4 n8 tiles per NVFP4 block; the epilogue takes blocks four
 /// at a time, so 1, 2, 4 and 6 blocks (Tiles 4, 8, 16, 24) cover partial and whole groups.
 template <int kTiles, class Intermediate, class Activation, class Output = output_t, bool HandBack = false>
-__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
+__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out, float* amax = nullptr,
+                                    float beyond = 0.0f) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
@@ -66,7 +70,7 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
   float acc[kTiles][4];
   for (int n = 0; n < kTiles; ++n) {
     for (int r = 0; r < 4; ++r) {
-      acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
+      acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r), beyond);
     }
   }
   const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
@@ -86,7 +90,8 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
       }
     }
   } else {
-    fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+    const float lane_amax = fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+    if (amax != nullptr) fp4fuse::combine_output_amax(amax, lane_amax);  // the whole warp is here
   }
 }
 
@@ -100,7 +105,8 @@ using wfrag = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN>;
 /// Separate: gate and up loaded as two m64n128 fragments of their own (a GEMM with two B
 /// operands), then interleave_gate_up.
 template <class Intermediate, class Activation, class Output = output_t, bool Separate = false>
-__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
+__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out, float* amax = nullptr,
+                                      float beyond = 0.0f) {
   using F = typename Output::format_type;
   const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned groups_per_block = blockDim.x * blockDim.y * blockDim.z / 128;
@@ -124,11 +130,12 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
   } else {
 #pragma unroll
     for (int i = 0; i < wfrag::registers; ++i) {
-      acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+      acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i), beyond);
     }
   }
   const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
-  fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  const float lane_amax = fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  if (amax != nullptr) fp4fuse::combine_output_amax(amax, lane_amax);  // the whole warpgroup is here
 }
 
 /// Counts differing bytes and reports the first few.
@@ -271,6 +278,69 @@ void check_wgmma_format(std::int64_t rows, std::int64_t I, const Activation& act
   });
 }
 
+/// The output amax of the mma / wgmma forms (their return value, combined by combine_output_amax)
+/// against the exact maximum of |act(gate) * up| over the device's own swiglu output on the same
+/// values (NaN ignored; bf16-rounded for intermediate::bf16). Accumulators past the matrix (rows
+/// >= M, gate/up columns >= 2I) hold 1e4, whose activation (~1e8) beats every value inside: the
+/// epilogue must leave them out. finite: without NaN/Inf inputs, so the maximum is a finite value
+/// found in one lane (with them it is +Inf wherever a special row exists).
+template <class Intermediate, class Format, int kTiles, bool Wgmma, class Activation>
+void check_amax(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt, bool finite) {
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  constexpr int bs = Format::block_size;
+  auto g = rng(salt);
+  std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
+  if (finite) {
+    std::uniform_real_distribution<float> fill(-3.0f, 3.0f);
+    for (auto& v : gu)
+      if (!std::isfinite(v)) v = fill(g);
+  }
+  const layout_t layout{rows, I / bs};
+  INFO(salt << " M=" << rows << " I=" << I << (Wgmma ? " wgmma" : " mma") << " block " << bs);
+  const std::int64_t ld_packed = I / 2 + 16;
+  device_buffer d_gu(gu.size() * 4), d_h(static_cast<std::size_t>(rows * I) * 4), d_S(4), d_p(static_cast<std::size_t>(rows * ld_packed)),
+      d_s(static_cast<std::size_t>(layout.size_bytes())), d_amax(4);
+  d_gu.upload(gu.data(), gu.size() * 4);
+  REQUIRE(static_cast<bool>(fp4fuse::swiglu<il8>(fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
+                                                 fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I})));
+  FP4FUSE_TEST_LAUNCHED();
+  std::vector<float> h(static_cast<std::size_t>(rows * I));
+  {
+    const auto raw = d_h.download();
+    std::memcpy(h.data(), raw.data(), raw.size());
+  }
+  float want = 0.0f;
+  for (float v : h) {
+    if constexpr (std::is_same_v<Intermediate, fp4fuse::intermediate::bf16>) v = __bfloat162float(__float2bfloat16_rn(v));
+    if (!std::isnan(v)) want = std::max(want, std::fabs(v));
+  }
+  if (finite) REQUIRE(std::isfinite(want));
+  const float S = fp4fuse::nvfp4_global_encode_scale(std::isfinite(want) ? want : 448.0f * 6.0f);
+  d_S.upload(&S, 4);
+  const float zero = 0.0f;
+  d_amax.upload(&zero, 4);
+  const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;
+  const out_t out{d_p.as<std::uint8_t>(), ld_packed, d_s.as<std::uint8_t>(), layout};
+  if constexpr (Wgmma) {
+    const std::int64_t tiles_per_row = (layout.padded_cols() * bs + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+    wgmma_epilogue_kernel<Intermediate, Activation, out_t><<<static_cast<unsigned>(layout.padded_rows() / 64 * tiles_per_row), 128>>>(
+        d_gu.as<float>(), act, S_arg, out, d_amax.as<float>(), 1e4f);
+  } else {
+    const std::int64_t tiles_per_row = (layout.padded_cols() * bs + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate, Activation, out_t><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(
+        d_gu.as<float>(), act, S_arg, out, d_amax.as<float>(), 1e4f);
+  }
+  FP4FUSE_TEST_LAUNCHED();
+  float got;
+  {
+    const auto raw = d_amax.download();
+    std::memcpy(&got, raw.data(), 4);
+  }
+  INFO("amax got " << got << " want " << want);
+  CHECK(bits_of(got) == bits_of(want));
+}
+
 }  // namespace
 
 TEST_CASE("swiglu_quantize_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
@@ -349,6 +419,25 @@ TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: separate gate and up accumulato
     for (std::int64_t I : {32, 96, 160, 1056}) {
       check_wgmma_format<fp32, format_t, true>(rows, I, fp4fuse::activation::swiglu{}, "nv wgmma separate");
       check_wgmma_format<bf16, mx, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx wgmma separate bf16");
+    }
+  }
+}
+
+TEST_CASE("fragment epilogues [gpu]: the returned output amax equals the exact maximum", "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  for (std::int64_t rows : {1, 37, 130, 300}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      for (bool finite : {true, false}) {
+        check_amax<fp32, format_t, 8, false>(rows, I, fp4fuse::activation::swiglu{}, "amax mma", finite);
+        check_amax<bf16, format_t, 20, false>(rows, I, fp4fuse::activation::swiglu{}, "amax mma 5 blocks bf16", finite);
+        check_amax<fp32, mx, 16, false>(rows, I, fp4fuse::activation::geglu_tanh{}, "amax mma mx", finite);
+        check_amax<fp32, format_t, 0, true>(rows, I, fp4fuse::activation::swiglu{}, "amax wgmma", finite);
+        check_amax<bf16, mx, 0, true>(rows, I, fp4fuse::activation::geglu_tanh{}, "amax wgmma mx bf16", finite);
+        // swiglu_clamped bounds every value (the 1e4 past the matrix too): the plain maximum.
+        check_amax<fp32, format_t, 0, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "amax wgmma clamped", finite);
+      }
     }
   }
 }

@@ -43,7 +43,9 @@ namespace fp4fuse {
 
 /// Host twin of `swiglu_quantize_mma_epilogue`: the warp's 32 lanes' accumulators, `acc[lane][n][r]`
 /// as `mma_m16n8_f32_fragment` maps them, written to `out` (host memory) exactly as the device form
-/// writes them. Same template parameters, preconditions and bounds as the device form.
+/// writes them. Same template parameters, preconditions and bounds as the device form. Returns the
+/// maximum of the 32 lanes' amax partials (what `combine_output_amax` makes of the device form's
+/// return values): max |act(gate) * up| over the tile's values inside the matrix, NaN ignored.
 /// \code
 /// static float acc[32][8][4];  // every lane's registers of one 16 x 64 gate/up tile
 /// static std::uint8_t p[M * I / 2], s[fp4fuse::scale_layout::swizzled_128x4{M, I / 16}.size_bytes()];
@@ -52,8 +54,8 @@ namespace fp4fuse {
 ///     acc, {0, 0}, fp4fuse::activation::swiglu{}, fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), host_out);
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
-void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_origin origin, const Activation& act,
-                                       const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+float swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_origin origin, const Activation& act,
+                                        const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>, "swiglu_quantize_mma_epilogue_host: gate_up::interleaved<8>, as the device form");
   static_assert(Tiles % (Format::block_size / 4) == 0,
                 "swiglu_quantize_mma_epilogue_host: Tiles must be a multiple of 4 for NVFP4, of 8 for MXFP4, as the device form");
@@ -63,6 +65,7 @@ void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_or
   constexpr int per_lane = bs / 4;      // values of a block per lane: 4 (NVFP4), 8 (MXFP4)
   constexpr int tiles_per_block = bs / 4;  // n8 tiles per block: 2 * bs gate/up columns, 8 per tile
   const cuda::std::int64_t first_block_col = origin.gate_up_col / (2 * bs);
+  float tile_amax = 0.0f;
   for (int half = 0; half < 2; ++half) {
     for (int block = 0; block < Tiles / tiles_per_block; ++block) {
       // Lane l's values of the block: granule q (of the block's bs / 8), element e: output column
@@ -85,6 +88,7 @@ void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_or
         const cuda::std::int64_t row = origin.row + frag::row(lane, 2 * half), block_col = first_block_col + block;
         const bool inside = row < out.rows() && block_col < out.layout.scale_cols;
         if (inside) {
+          for (int i = 0; i < per_lane; ++i) tile_amax = detail::max_num(tile_amax, detail::abs_float(h[lane][i]));
           cuda::std::uint8_t* p = out.packed + row * out.ld_packed + block_col * (bs / 2);
           for (int q = 0; q < per_lane / 2; ++q) p[4 * q + t] = e2m1x2_encode(h[lane][2 * q] * s.multiplier, h[lane][2 * q + 1] * s.multiplier);
         }
@@ -94,11 +98,13 @@ void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_or
       }
     }
   }
+  return tile_amax;
 }
 
 /// Host twin of `swiglu_quantize_wgmma_epilogue`: the warpgroup's 128 threads' accumulators,
 /// `acc[thread][i]` as `wgmma_m64nN_f32_fragment<2 * Registers>` maps them; warp w's rows go
-/// through `swiglu_quantize_mma_epilogue_host`, as on the device.
+/// through `swiglu_quantize_mma_epilogue_host`, as on the device; returns the maximum of the four
+/// warps' amaxes.
 /// \code
 /// static float acc[128][128];  // every thread's d0..d127 of one wgmma m64n256k16 tile, filled by
 ///                              // wgmma_m64nN_f32_fragment<256>::row(t, i) and col(t, i)
@@ -108,15 +114,18 @@ void swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_or
 ///     acc, {0, 0}, fp4fuse::activation::swiglu{}, fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), host_out);
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
-void swiglu_quantize_wgmma_epilogue_host(const float (&acc)[128][Registers], tile_origin origin, const Activation& act,
-                                         const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+float swiglu_quantize_wgmma_epilogue_host(const float (&acc)[128][Registers], tile_origin origin, const Activation& act,
+                                          const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue_host: N = 2 * Registers must be a multiple of 32");
+  float amax = 0.0f;
   for (int w = 0; w < 4; ++w) {
     float warp[32][Registers / 4][4];
     for (int lane = 0; lane < 32; ++lane)
       for (int i = 0; i < Registers; ++i) warp[lane][i / 4][i % 4] = acc[32 * w + lane][i];
-    swiglu_quantize_mma_epilogue_host<GateUp, Intermediate>(warp, {origin.row + 16 * w, origin.gate_up_col}, act, codec, out);
+    amax = detail::max_num(amax, swiglu_quantize_mma_epilogue_host<GateUp, Intermediate>(warp, {origin.row + 16 * w, origin.gate_up_col}, act,
+                                                                                          codec, out));
   }
+  return amax;
 }
 
 /// Host twin of `swiglu_quantize_row_epilogue`: the warpgroup's 128 threads' accumulators,

@@ -9,7 +9,7 @@
 /// | `swiglu_quantize_row<GateUp>(acc, act, codec, bias)` | hand-back: `quantized_row` (packed words + scale byte per block, and the segment's amax), host and device |
 /// | `store_quantized_row(out, origin, q)` (epilogue/row_store.cuh) | direct global stores, bounds and scale padding as the fragment epilogues |
 /// | `store_quantized_row_staged(out, origin, q, smem)` (epilogue/row_store.cuh) | staged in shared memory, written by a TMA bulk copy (sm_90+) |
-/// | `combine_output_amax(d_amax, q.amax, inside)` (epilogue/row_store.cuh) | the output amax, one atomic per warp |
+/// | `combine_output_amax(d_amax, q.amax, inside)` (epilogue/output_amax.cuh) | the output amax, one atomic per warp |
 /// | `swiglu_quantize_row_epilogue<GateUp>(acc, origin, act, codec, out, extras)` | all of it in one call |
 ///
 /// Gate/up sources: `gate_up::interleaved<G>` (one accumulator of N = 2 * Out registers, any G

@@ -5,8 +5,7 @@
 /// - `store_quantized_row_staged`: the packed bytes staged in shared memory and written by one TMA
 ///   bulk copy (`cp.async.bulk.global.shared::cta`, sm_90+) per row segment, the scales stored
 ///   directly; `wait_staged_stores` before the staging memory is reused or the CTA exits;
-/// - `combine_output_amax`: the segment amaxes of a warp reduced in registers and combined in
-///   device memory with one `atomicMax` on the float's bits;
+/// - `combine_output_amax` (epilogue/output_amax.cuh, included): the output amax;
 /// - `swiglu_quantize_row_epilogue`: activation, quantization, bias, direct stores and amax in one call.
 /// Bounds and padding are those of the fragment epilogues: packed bytes only for rows < out.rows()
 /// and blocks < out.layout.scale_cols; scale bytes for rows < padded_rows() and blocks <
@@ -16,6 +15,7 @@
 #include <cuda/std/type_traits>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/format.cuh"
@@ -151,24 +151,6 @@ FP4FUSE_DEVICE void wait_staged_stores() {
 #else
   __trap();
 #endif
-}
-
-/// Combines the calling warp's amaxes into `*amax` (device memory, initialised to +0 before the
-/// GEMM): the warp's maximum (one `__reduce_max_sync` over the bits), then one `atomicMax` on the
-/// float's bits by lane 0. Positive floats order as their bits, so the result is exactly the
-/// maximum over every thread's positive `local` (+Inf counts). NaN, -0 and negative values
-/// contribute nothing: as unsigned bits they would rank above every positive float and stick in
-/// `*amax` (`quantized_row::amax` never returns them). Warp-collective: all 32 lanes call it,
-/// converged; `inside == false` contributes nothing (rows or columns beyond the matrix).
-/// \code
-/// __device__ void amax(float* d_amax, const fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 2>& q, int valid_blocks, bool row_inside) {
-///   fp4fuse::combine_output_amax(d_amax, q.amax(valid_blocks), row_inside);  // *d_amax: set to 0 before the GEMM
-/// }
-/// \endcode
-FP4FUSE_DEVICE void combine_output_amax(float* amax, float local, bool inside = true) {
-  const unsigned bits = inside && local > 0.0f ? detail::float_bits(local) : 0u;  // false for NaN, -0, < 0
-  const unsigned warp_max = __reduce_max_sync(0xFFFFFFFFu, bits);
-  if (cuda::ptx::get_sreg_laneid() == 0 && warp_max != 0u) atomicMax(reinterpret_cast<unsigned*>(amax), warp_max);
 }
 
 /// What `swiglu_quantize_row_epilogue` adds to the plain epilogue: a bias and the output amax.

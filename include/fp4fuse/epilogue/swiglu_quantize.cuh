@@ -107,10 +107,11 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
 
 /// One group of up to four NVFP4 blocks of one row half of the mma.sync form: lane t ends with
 /// block 4 * group + t's 8 packed bytes (returned) and its scale (`own`); for a group of one block,
-/// lane 0 holds it (every lane computes it). Quad-collective (all 32 lanes, converged).
+/// lane 0 holds it (every lane computes it). `lane_max[j]`: max |x| over the lane's own 4 values of
+/// block 4 * group + j, NaN ignored (0 for absent blocks). Quad-collective (all 32 lanes, converged).
 template <class Intermediate, int blocks, int Tiles, class Activation, class Format>
 FP4FUSE_DEVICE uint2 nvfp4_quad_group(const float (&acc)[Tiles][4], int half, int group, int t, const Activation& act,
-                                      const block_codec<Format>& codec, block_scale& own) {
+                                      const block_codec<Format>& codec, block_scale& own, float (&lane_max)[4]) {
   // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
   float h[4][4];
   float partial_amax[4];
@@ -136,6 +137,7 @@ FP4FUSE_DEVICE uint2 nvfp4_quad_group(const float (&acc)[Tiles][4], int half, in
       }
     }
     partial_amax[j] = detail::amax_of_four(h[j]);
+    lane_max[j] = partial_amax[j];
   }
   // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of
   // one block). Nibbles: bytes t and 4 + t of a block, columns (2t, 2t+1) and (8+2t, 8+2t+1).
@@ -169,12 +171,14 @@ FP4FUSE_DEVICE uint2 nvfp4_quad_group(const float (&acc)[Tiles][4], int half, in
 /// form: each lane of a quad holds 8 of its 32 activations (columns 8q + 2t + e, q = 0..3); the
 /// quad all-reduces the amax with the codec's `combine_amax` (NaN and Inf win, as `block_amax`),
 /// every lane computes the scale and encodes its 8 values, and two byte gathers give every lane
-/// the block's 16 bytes in order. Quad-collective.
+/// the block's 16 bytes in order. `lane_max`: max |x| over the lane's own 8 values, NaN ignored.
+/// Quad-collective.
 template <class Intermediate, int Tiles, class Activation, class Format>
 FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, int block, int t, const Activation& act,
-                                      const block_codec<Format>& codec, block_scale& own) {
+                                      const block_codec<Format>& codec, block_scale& own, float& lane_max) {
   float h[8];
   float partial = 0.0f;
+  lane_max = 0.0f;
   FP4FUSE_UNROLL
   for (int q = 0; q < 4; ++q) {
     FP4FUSE_UNROLL
@@ -185,7 +189,8 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
         v = __bfloat162float(__float2bfloat16_rn(v));
       }
       h[2 * q + e] = v;
-      partial = codec.combine_amax(partial, abs_float(v));
+      partial = codec.combine_amax(partial, abs_float(v));  // the block's scale: NaN and Inf win
+      lane_max = max_num(lane_max, abs_float(v));           // the output amax: NaN ignored
     }
   }
   float amax = codec.combine_amax(partial, __shfl_xor_sync(0xFFFFFFFFu, partial, 1));
@@ -202,7 +207,9 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 
 /// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4 or MXFP4 (the
 /// format of `codec` and `out`). Warp-collective: all 32 lanes must call it with the same
-/// arguments (except `acc`).
+/// arguments (except `acc`). Returns the lane's partial of the output amax: max |act(gate) * up|
+/// over the lane's values inside the matrix (NaN ignored, +0 for none), for `combine_output_amax`
+/// (epilogue/output_amax.cuh); a caller that ignores it pays no instruction.
 ///
 /// \tparam GateUp the GEMM's gate/up column layout: `gate_up::interleaved<8>` (the fragment then
 ///         holds matching gate and up values in the same register of neighbouring n8 tiles)
@@ -237,10 +244,12 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 /// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
 /// fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, gate_up_col0},
 ///                                                                          fp4fuse::activation::swiglu{}, codec, out);
+/// // or with the output amax (*d_amax +0 before the GEMM; fp4fuse/epilogue/output_amax.cuh):
+/// // fp4fuse::combine_output_amax(d_amax, fp4fuse::swiglu_quantize_mma_epilogue<...>(acc, ...));
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
-FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
-                                                 const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
+                                                  const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
                 "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
   static_assert(Tiles % (Format::block_size / 4) == 0,
@@ -254,6 +263,7 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
   const int t = lane % 4;
   const cuda::std::int64_t row0 = origin.row;
   const cuda::std::int64_t first_block_col = origin.gate_up_col / (2 * Format::block_size);  // 32 (NVFP4) gate/up columns per block
+  float lane_amax = 0.0f;  // the output amax's partial (unused by a caller: no instructions)
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
     const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
@@ -272,9 +282,11 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
       FP4FUSE_UNROLL
       for (int block = 0; block < blocks; ++block) {
         block_scale own;
-        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, block, t, act, codec, own);
+        float lane_max;
+        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, block, t, act, codec, own, lane_max);
         const cuda::std::int64_t block_col = first_block_col + block;
         const bool inside = row_inside && block_col < out.layout.scale_cols;
+        if (inside) lane_amax = detail::max_num(lane_amax, lane_max);
         if (t == 0 && inside) *reinterpret_cast<uint4*>(out.packed + packed_row + block_bytes * block) = bytes;
         if (t == 0 && row_in_scales && block_col < out.layout.padded_cols()) {
           const cuda::std::int64_t scale_offset = [&] {
@@ -292,7 +304,14 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
       for (int group = 0; group < cuda::ceil_div(blocks, 4); ++group) {
         // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of one block).
         block_scale own;
-        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, blocks>(acc, half, group, t, act, codec, own);
+        float lane_max[4];
+        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, blocks>(acc, half, group, t, act, codec, own, lane_max);
+        FP4FUSE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          if (4 * group + j < blocks && row_inside && first_block_col + 4 * group + j < out.layout.scale_cols) {
+            lane_amax = detail::max_num(lane_amax, lane_max[j]);
+          }
+        }
         const int block = 4 * group + t;
         const cuda::std::int64_t block_col = first_block_col + block;
         const bool inside = row_inside && block_col < out.layout.scale_cols;
@@ -313,6 +332,7 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
       }
     }
   }
+  return lane_amax;
 }
 
 /// What `swiglu_quantize_mma_blocks` hands back to one lane: whole blocks of the warp's 16-row tile
@@ -368,11 +388,13 @@ FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(co
     for (int slot = 0; slot < result::slots; ++slot) {
       block_scale own;
       if constexpr (detail::is_nvfp4<Format>) {
-        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, result::blocks>(acc, half, slot, t, act, codec, own);
+        float lane_max[4];  // unused here
+        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, result::blocks>(acc, half, slot, t, act, codec, own, lane_max);
         q.block[half][slot].packed[0] = bytes.x;
         q.block[half][slot].packed[1] = bytes.y;
       } else {
-        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, slot, t, act, codec, own);
+        float lane_max;  // unused here
+        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, slot, t, act, codec, own, lane_max);
         q.block[half][slot].packed[0] = bytes.x;
         q.block[half][slot].packed[1] = bytes.y;
         q.block[half][slot].packed[2] = bytes.z;
@@ -470,7 +492,8 @@ FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_b
 /// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
 /// N = 2 * Registers). Warpgroup-collective: all 128 threads call it with the same arguments
 /// (except `acc`); each warp handles its 16 rows through `swiglu_quantize_mma_epilogue`, so the
-/// numerics, bounds checks and scale padding are exactly those of that function.
+/// numerics, bounds checks, scale padding and the returned amax partial are exactly those of that
+/// function.
 ///
 /// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
 /// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
@@ -486,11 +509,11 @@ FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_b
 ///                                                                            codec, out);
 /// \endcode
 template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
-FP4FUSE_DEVICE void swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
-                                                   const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+FP4FUSE_DEVICE float swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
+                                                    const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
   static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
   using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
-  swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
+  return swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
                                                      act, codec, out);
 }
 
