@@ -93,6 +93,16 @@ __global__ void blocks_il1(const float* S) {
 }
 #elif CASE == 19  // expect: tcgen05.ld 32x32b.xN: N is a power of two, 1..128
 constexpr int not_a_load = fp4fuse::tcgen05_32x32b_fragment<48>::registers;
+#elif CASE == 21  // expect: swiglu_quantize_row_epilogue: the codec and the output must have the same format
+__global__ void recipe_mismatch(fp4fuse::quantized_matrix<fmt::mxfp4<recipe::mx_ocp>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[64] = {};
+  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, mxfp4_up(), out);
+}
+#elif CASE == 22  // expect: swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format
+__global__ void format_mismatch(const float* S, fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[64] = {};  // an NVFP4 codec for an MXFP4 output, through the wgmma form
+  fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, nvfp4_te(*S), out);
+}
 #elif CASE == 20  // expect: write_scale_padding_beyond_grid: a grouped (MoE) layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 __global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {

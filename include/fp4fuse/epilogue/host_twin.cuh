@@ -53,9 +53,11 @@ namespace fp4fuse {
 /// fp4fuse::swiglu_quantize_mma_epilogue_host<fp4fuse::gate_up::interleaved<8>>(
 ///     acc, {0, 0}, fp4fuse::activation::swiglu{}, fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), host_out);
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
+template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class CodecFormat, class Format, class Layout>
 float swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_origin origin, const Activation& act,
-                                        const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+                                        const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_mma_epilogue_host: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>, "swiglu_quantize_mma_epilogue_host: gate_up::interleaved<8>, as the device form");
   static_assert(Tiles % (Format::block_size / 4) == 0,
                 "swiglu_quantize_mma_epilogue_host: Tiles must be a multiple of 4 for NVFP4, of 8 for MXFP4, as the device form");
@@ -113,9 +115,11 @@ float swiglu_quantize_mma_epilogue_host(const float (&acc)[32][Tiles][4], tile_o
 /// fp4fuse::swiglu_quantize_wgmma_epilogue_host<fp4fuse::gate_up::interleaved<8>>(
 ///     acc, {0, 0}, fp4fuse::activation::swiglu{}, fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), host_out);
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
+template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class CodecFormat, class Format, class Layout>
 float swiglu_quantize_wgmma_epilogue_host(const float (&acc)[128][Registers], tile_origin origin, const Activation& act,
-                                          const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+                                          const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_wgmma_epilogue_host: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue_host: N = 2 * Registers must be a multiple of 32");
   float amax = 0.0f;
   for (int w = 0; w < 4; ++w) {
@@ -140,9 +144,11 @@ float swiglu_quantize_wgmma_epilogue_host(const float (&acc)[128][Registers], ti
 /// fp4fuse::swiglu_quantize_row_epilogue_host<fp4fuse::gate_up::interleaved<8>>(
 ///     acc, {0, 0}, fp4fuse::activation::swiglu{}, fp4fuse::block_codec<fp4fuse::format::mxfp4<>>(), host_out, {{}, &host_amax});
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class Format, class Layout>
-void swiglu_quantize_row_epilogue_host(const float (&acc)[128][N], tile_origin origin, const Activation& act, const block_codec<Format>& codec,
+template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class CodecFormat, class Format, class Layout>
+void swiglu_quantize_row_epilogue_host(const float (&acc)[128][N], tile_origin origin, const Activation& act, const block_codec<CodecFormat>& codec,
                                        const quantized_matrix<Format, Layout>& out, const row_epilogue_extras& extras = {}) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_row_epilogue_host: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   constexpr int blocks = N / 2 / Format::block_size;
   for (int t = 0; t < 128; ++t) {
     const tile_origin mine{origin.row + t, origin.gate_up_col};

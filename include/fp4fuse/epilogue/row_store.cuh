@@ -181,9 +181,11 @@ struct row_epilogue_extras {
 ///                                                                           fp4fuse::activation::swiglu{}, codec, out);
 /// }
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class Format, class Layout>
-FP4FUSE_DEVICE void swiglu_quantize_row_epilogue(const float (&acc)[N], tile_origin origin, const Activation& act, const block_codec<Format>& codec,
+template <class GateUp, class Intermediate = intermediate::fp32, int N, class Activation, class CodecFormat, class Format, class Layout>
+FP4FUSE_DEVICE void swiglu_quantize_row_epilogue(const float (&acc)[N], tile_origin origin, const Activation& act, const block_codec<CodecFormat>& codec,
                                                  const quantized_matrix<Format, Layout>& out, const row_epilogue_extras& extras = {}) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_row_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   const auto q = swiglu_quantize_row<GateUp, Intermediate>(acc, act, codec, extras.bias);
   store_quantized_row(out, origin, q);
   if (extras.amax != nullptr) {

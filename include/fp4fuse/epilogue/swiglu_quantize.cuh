@@ -247,9 +247,11 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 /// // or with the output amax (*d_amax +0 before the GEMM; fp4fuse/epilogue/output_amax.cuh):
 /// // fp4fuse::combine_output_amax(d_amax, fp4fuse::swiglu_quantize_mma_epilogue<...>(acc, ...));
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
+template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class CodecFormat, class Format, class Layout>
 FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
-                                                  const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+                                                  const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_mma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
                 "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
   static_assert(Tiles % (Format::block_size / 4) == 0,
@@ -508,9 +510,11 @@ FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_b
 /// fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, n0}, fp4fuse::activation::swiglu{},
 ///                                                                            codec, out);
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
+template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class CodecFormat, class Format, class Layout>
 FP4FUSE_DEVICE float swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
-                                                    const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+                                                    const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
   using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
   return swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
