@@ -98,7 +98,7 @@ std::vector<int> checked_rows(int T, int n) {
   return rows;
 }
 
-/// No GPU: the fragment epilogue emulated lane by lane on the host, against the host codec.
+/// No GPU: the fragment epilogue on the host (the library's host twin, lane by lane), against the host codec.
 int host_path(const options& requested) {
   const int T = std::min(requested.T, 40), H = std::min(requested.H, 128), I = std::min(requested.I, 96);
   std::printf("No CUDA device: running the fragment epilogue on the host over T=%d H=%d I=%d (seed %llu).\n", T, H, I,

@@ -7,10 +7,11 @@
 // column; and `warpgroup(acc, row0, col0)` with one thread's wgmma m64nNk16 fragment
 // `float acc[N / 2]` (`fp4fuse::wgmma_m64nN_f32_fragment<N>`), row0 the warpgroup tile's row 0;
 // optionally `prefetch()`, which the sm_90a GEMM calls once per CTA at kernel start to fetch what
-// the epilogue will read; and, optionally, `padding<N>(row0, col0)` for a 64 x N warpgroup tile wholly beyond the output
-// (rows >= M or columns >= N), which writes what the output pads there (the NVFP4 scales' 0x00)
-// and nothing else: the sm_90a GEMM calls it where its tiles end short of the 128 x 128 padding
-// granule (an epilogue without it gets `warpgroup` called on such a tile instead).
+// the epilogue will read; and `padding_beyond<N>(grid, row0, col0)`, called by the sm_90a GEMM
+// for the part 64 x N at (row0, col0) of each tile (and by an idle consumer warpgroup for
+// 64 x 32 tiles): it writes that part's share of the output's padding that the tile grid does not
+// cover (the NVFP4 scales' 0x00, through the library's `write_scale_padding_beyond_grid`) and
+// nothing else; empty for outputs without padding.
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 // `with_bias<E>` adds a per-column bias to the accumulators before any of them (GPT-OSS).
 #include <cuda_bf16.h>
@@ -23,6 +24,12 @@
 namespace l1_gemm {
 
 using index_t = std::int64_t;
+
+/// The GEMM's tile grid as `padding_beyond` sees it, in output rows and gate/up columns: tiles of
+/// tile_rows x tile_cols, together covering [0, covered_rows) x [0, covered_cols).
+struct tile_grid {
+  index_t tile_rows, tile_cols, covered_rows, covered_cols;
+};
 
 /// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
 template <class Epilogue, int Registers>
@@ -57,7 +64,7 @@ struct store_bf16 {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   template <int N>
-  __device__ __forceinline__ void padding(index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
 };
 
 /// Flow 2: the compact SwiGLU output act(gate) * up as BF16 [M, I] (I = N / 2).
@@ -88,7 +95,7 @@ struct swiglu_bf16 {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   template <int N>
-  __device__ __forceinline__ void padding(index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
 };
 
 /// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
@@ -116,19 +123,15 @@ struct swiglu_nvfp4 {
   __device__ __forceinline__ void prefetch() const {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
   }
-  /// The scale padding of a 64 x N gate/up tile wholly beyond the output: its 64 rows x N / 32
-  /// scale blocks, 0x00 where they fall in the layout's padding (what the fragment epilogue would
-  /// write there, without computing the activations).
+  /// The share of the warpgroup part 64 x N at (row0, col0) of the scale padding that `grid` does
+  /// not cover (0x00), in scale coordinates: 32 gate/up columns per NVFP4 block.
   template <int N>
-  __device__ __forceinline__ void padding(index_t row0, index_t col0) const {
-    constexpr int blocks = N / 32;
-    const int thread = static_cast<int>(threadIdx.x % 128);
-    for (int i = thread; i < 64 * blocks; i += 128) {
-      const index_t row = row0 + i / blocks, block_col = col0 / 32 + i % blocks;
-      if (row < out.layout.padded_rows() && block_col < out.layout.padded_cols()) {
-        out.scales[out.layout.offset(row, block_col)] = 0;
-      }
-    }
+  __device__ __forceinline__ void padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const {
+    constexpr index_t per_block = 2 * format::block_size;
+    const fp4fuse::scale_tile_grid scale_grid{{grid.tile_rows, grid.tile_cols / per_block},
+                                              {grid.covered_rows, grid.covered_cols / per_block}};
+    fp4fuse::write_scale_padding_beyond_grid(out.scales, out.layout, scale_grid, {row0, col0 / per_block, {64, N / per_block}},
+                                             static_cast<int>(threadIdx.x % 128), 128);
   }
 };
 
@@ -164,8 +167,9 @@ struct with_bias {
   }
   /// The inner epilogue's padding (a bias changes no padding).
   template <int N>
-  __device__ __forceinline__ auto padding(index_t row0, index_t col0) const -> decltype(std::declval<const Inner&>().template padding<N>(row0, col0)) {
-    inner.template padding<N>(row0, col0);
+  __device__ __forceinline__ auto padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const
+      -> decltype(std::declval<const Inner&>().template padding_beyond<N>(grid, row0, col0)) {
+    inner.template padding_beyond<N>(grid, row0, col0);
   }
 };
 

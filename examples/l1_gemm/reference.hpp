@@ -1,7 +1,7 @@
 #pragma once
 // Host side of the L1 example and its tests: data, the float64 reference of GEMM + SwiGLU +
-// NVFP4, the comparison of a flow's output against it, and a host emulation of the fragment
-// epilogue (what runs when there is no GPU).
+// NVFP4, the comparison of a flow's output against it, and the fragment epilogue on the host
+// through the library's host twin (what runs when there is no GPU).
 #include <cuda_bf16.h>
 
 #include <fp4fuse/fp4fuse.cuh>
@@ -130,11 +130,10 @@ inline bool scale_padding_is_zero(const std::vector<std::uint8_t>& scales, const
   return true;
 }
 
-/// The fragment epilogue emulated on the host, lane by lane: a warp's 16 x 64 gate/up tiles of a
-/// fp32 [T, 2I] matrix are laid out in registers by `mma_m16n8_f32_fragment`, each lane applies the
-/// activation to its gate/up pairs, the four lanes of a quad combine their block amax (the
-/// shuffles), and each lane encodes its pairs with the recipe's block scale. Writes packed
-/// [T, I/2] and the swizzled scales (padding 0x00), as the device epilogue does.
+/// The fragment epilogue on the host, lane by lane: a warp's 16 x 64 gate/up tiles of a fp32
+/// [T, 2I] matrix are laid out in registers by `mma_m16n8_f32_fragment` and handed to the
+/// library's host twin `swiglu_quantize_mma_epilogue_host` (fp4fuse/epilogue/host_twin.cuh),
+/// which writes packed [T, I/2] and the swizzled scales (padding 0x00) as the device epilogue does.
 template <class Activation>
 void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const Activation& act, float S,
                                std::vector<std::uint8_t>& packed, std::vector<std::uint8_t>& scales) {
@@ -143,43 +142,18 @@ void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const
   const scale_layout layout{T, I / 16};
   packed.assign(static_cast<std::size_t>(T) * I / 2, 0);
   scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0xAB);
+  const fp4fuse::quantized_matrix<fmt, scale_layout> out{packed.data(), I / 2, scales.data(), layout};
   const fp4fuse::block_codec<fmt> codec(S);
+  static float acc[32][tiles][4];
   for (std::int64_t row0 = 0; row0 < layout.padded_rows(); row0 += 16) {
     for (std::int64_t gu0 = 0; gu0 < 32 * layout.padded_cols(); gu0 += 8 * tiles) {
-      float acc[32][tiles][4];
       for (int lane = 0; lane < 32; ++lane)
         for (int n = 0; n < tiles; ++n)
           for (int r = 0; r < 4; ++r) {
             const std::int64_t row = row0 + frag::row(lane, r), col = gu0 + 8 * n + frag::col(lane, r);
             acc[lane][n][r] = row < T && col < 2 * I ? gu[static_cast<std::size_t>(row * 2 * I + col)] : 0.0f;
           }
-      for (int half = 0; half < 2; ++half) {
-        for (int block = 0; block < tiles / 4; ++block) {
-          float h[32][4], lane_amax[32];
-          for (int lane = 0; lane < 32; ++lane) {
-            for (int q = 0; q < 2; ++q)
-              for (int e = 0; e < 2; ++e)
-                h[lane][2 * q + e] = act.apply(acc[lane][4 * block + 2 * q][2 * half + e], acc[lane][4 * block + 2 * q + 1][2 * half + e]);
-            lane_amax[lane] = std::fmax(std::fmax(std::fmax(std::fmax(0.0f, std::fabs(h[lane][0])), std::fabs(h[lane][1])), std::fabs(h[lane][2])), std::fabs(h[lane][3]));
-          }
-          for (int lane = 0; lane < 32; ++lane) {
-            const int quad = lane & ~3, t = lane % 4;
-            float amax = lane_amax[quad];
-            for (int j = 1; j < 4; ++j) amax = std::fmax(amax, lane_amax[quad + j]);  // NaN-ignoring, as the shuffles
-            const fp4fuse::block_scale s = codec.scale_for(amax);
-            const std::int64_t row = row0 + frag::row(lane, 2 * half), block_col = gu0 / 32 + block;
-            const bool inside = row < T && block_col < I / 16;
-            if (inside) {
-              std::uint8_t* p = &packed[static_cast<std::size_t>(row * (I / 2) + block_col * 8)];
-              p[t] = fp4fuse::e2m1x2_encode(h[lane][0] * s.multiplier, h[lane][1] * s.multiplier);
-              p[4 + t] = fp4fuse::e2m1x2_encode(h[lane][2] * s.multiplier, h[lane][3] * s.multiplier);
-            }
-            if (t == 1 && row < layout.padded_rows() && block_col < layout.padded_cols()) {
-              scales[static_cast<std::size_t>(layout.offset(row, block_col))] = inside ? s.code : std::uint8_t{0};
-            }
-          }
-        }
-      }
+      fp4fuse::swiglu_quantize_mma_epilogue_host<interleave>(acc, {row0, gu0}, act, codec, out);
     }
   }
 }

@@ -9,6 +9,9 @@
 /// | `gate_up::interleaved<G>`    | 2G*(c/G) + c%G       | 2G*(c/G) + G + c%G       | G=8: epilogue-friendly GEMM; G=1: GPT-OSS checkpoints |
 ///
 /// With G = 8 every thread of an mma/wgmma accumulator fragment holds matching gate and up values.
+/// `gate_up::separate` is a source, not a column layout: gate and up in two accumulators (a GEMM
+/// with two B operands, or the two halves of a split one), taken by the row epilogue; the fragment
+/// epilogues take it after `interleave_gate_up` (epilogue/swiglu_quantize.cuh).
 #include "fp4fuse/config.cuh"
 
 #include <cuda/std/cstdint>
@@ -52,5 +55,20 @@ struct interleaved {
     return 2 * G * (c / G) + G + c % G;
   }
 };
+
+/// Gate and up in separate accumulators, column c of each the gate and the up value of output
+/// column c: the epilogues' source tag for `swiglu_quantize_row(gate, up, ...)` (epilogue/row.cuh).
+/// The standalone kernels take one [M, 2I] matrix and do not accept it.
+/// \code
+/// static_assert(!fp4fuse::gate_up::is_interleaved<fp4fuse::gate_up::separate>);
+/// \endcode
+struct separate {};
+
+/// True for `interleaved<G>`.
+template <class T>
+inline constexpr bool is_interleaved = false;
+/// `is_interleaved` of `interleaved<G>`.
+template <int G>
+inline constexpr bool is_interleaved<interleaved<G>> = true;
 
 }  // namespace fp4fuse::gate_up

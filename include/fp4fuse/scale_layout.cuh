@@ -252,4 +252,37 @@ inline constexpr bool is_grouped = false;
 template <class ExpertStart>
 inline constexpr bool is_grouped<grouped_swizzled_128x4<ExpertStart>> = true;
 
+/// A number of scale rows and scale columns: a layout's padded extent, a tile's size, or what a
+/// grid of tiles covers (all in the scale tensor's coordinates, row m and scale column k).
+struct extent {
+  /// Scale rows (matrix rows).
+  cuda::std::int64_t rows;
+  /// Scale columns (blocks along a row).
+  cuda::std::int64_t cols;
+};
+
+/// The padded extent of a layout: the rows and scale columns a grid of epilogue tiles must cover
+/// to write every byte of the scale tensor, padding (0x00) included. Any layout with
+/// `padded_rows()` and `padded_cols()` (grouped layouts: the whole tensor, gaps included).
+/// \code
+/// const auto e = fp4fuse::scale_layout::padded_extent(fp4fuse::scale_layout::swizzled_128x4{1, 5});
+/// // e.rows == 128, e.cols == 8
+/// \endcode
+template <class Layout>
+FP4FUSE_HOST_DEVICE constexpr extent padded_extent(const Layout& layout) {
+  return {layout.padded_rows(), layout.padded_cols()};
+}
+
+/// The tiles of `tile` scale rows x scale columns a grid needs along each dimension to cover the
+/// layout's padded extent: grid dimensions with which the epilogue alone writes the whole scale
+/// tensor (no memset, no `write_scale_padding_beyond_grid`).
+/// \code
+/// const auto t = fp4fuse::scale_layout::tiles_to_cover(fp4fuse::scale_layout::swizzled_128x4{1, 5}, {64, 2});
+/// // t.rows == 2, t.cols == 4: a 2 x 4 grid of 64-row, 2-block tiles
+/// \endcode
+template <class Layout>
+FP4FUSE_HOST_DEVICE constexpr extent tiles_to_cover(const Layout& layout, extent tile) {
+  return {cuda::ceil_div(layout.padded_rows(), tile.rows), cuda::ceil_div(layout.padded_cols(), tile.cols)};
+}
+
 }  // namespace fp4fuse::scale_layout

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
@@ -113,6 +114,38 @@ __global__ void wgmma_epilogue_kernel(const float* in, Activation act, float S,
   fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>, Intermediate>(acc, {64 * blockIdx.x, 0}, act, codec, out);
 }
 
+// The MXFP4 fragment form, the hand-back form, and the row form with its sinks and amax.
+template <class Format, int Tiles>
+__global__ void mma_epilogue_any_format_kernel(const float* in, fp4fuse::quantized_matrix<Format, fp4fuse::scale_layout::swizzled_128x4> out,
+                                               fp4fuse::quantized_block<Format>* handed) {
+  float acc[Tiles][4];
+  for (int t = 0; t < Tiles; ++t)
+    for (int r = 0; r < 4; ++r) acc[t][r] = in[(threadIdx.x * Tiles + t) * 4 + r];
+  const fp4fuse::block_codec<Format> codec(448.0f);
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {16 * blockIdx.x, 0}, fp4fuse::activation::swiglu{}, codec, out);
+  const auto q = fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
+  handed[threadIdx.x] = q.block[1][0];
+}
+
+template <class Format, class Source, int N>
+__global__ void row_epilogue_kernel(const float* in, fp4fuse::quantized_matrix<Format, fp4fuse::scale_layout::swizzled_128x4> out, float* amax) {
+  __shared__ alignas(16) std::uint8_t staging[128][N / 4];
+  float acc[N];
+  for (int r = 0; r < N; ++r) acc[r] = in[threadIdx.x * N + r];
+  const fp4fuse::block_codec<Format> codec(448.0f);
+  const fp4fuse::tile_origin origin{blockIdx.x * 128 + fp4fuse::tcgen05_32x32b_fragment<N>::thread_row(), 0};
+  if constexpr (std::is_same_v<Source, fp4fuse::gate_up::separate>) {
+    const float(&gate)[N / 2] = *reinterpret_cast<const float(*)[N / 2]>(&acc[0]);
+    const float(&up)[N / 2] = *reinterpret_cast<const float(*)[N / 2]>(&acc[N / 2]);
+    const auto q = fp4fuse::swiglu_quantize_row<Source>(gate, up, fp4fuse::activation::swiglu{}, codec, {in, N / 2}, {in, N / 2});
+    fp4fuse::store_quantized_row_staged(out, origin, q, staging[threadIdx.x % 128]);
+    fp4fuse::wait_staged_stores();
+    fp4fuse::combine_output_amax(amax, q.amax(), true);
+  } else {
+    fp4fuse::swiglu_quantize_row_epilogue<Source>(acc, origin, fp4fuse::activation::swiglu_clamped{}, codec, out, {{in, N}, amax});
+  }
+}
+
 }  // namespace
 
 // ---- every kernel family through its launcher (taking a launcher's address instantiates it and the
@@ -187,6 +220,11 @@ void instantiate() {
   use(&mma_epilogue_kernel<intermediate::fp32, 16, activation::swiglu, recipe::te_exact, swizzled>);
   use(&mma_epilogue_kernel<intermediate::bf16, 20, activation::swiglu_clamped, recipe::vllm, linear>);
   use(&mma_epilogue_kernel<intermediate::fp32, 8, activation::geglu_tanh, recipe::te_exact, linear>);
+  use(&mma_epilogue_any_format_kernel<format::mxfp4<>, 16>);
+  use(&mma_epilogue_any_format_kernel<nvfp4_te, 12>);
+  use(&row_epilogue_kernel<nvfp4_te, gate_up::interleaved<8>, 32>);
+  use(&row_epilogue_kernel<format::mxfp4<>, gate_up::interleaved<1>, 64>);
+  use(&row_epilogue_kernel<nvfp4_te, gate_up::separate, 64>);
   use(&wgmma_epilogue_kernel<intermediate::fp32, 128, activation::swiglu, recipe::te_exact, swizzled>);
   use(&wgmma_epilogue_kernel<intermediate::bf16, 32, activation::swiglu, recipe::vllm, linear>);
 }

@@ -2,6 +2,7 @@
 // against the standalone swiglu_quantize kernel on the same fp32 gate/up values: packed bytes and
 // every byte of the scale tensor, its padding included, over outputs poisoned with non-zero bytes.
 #include <fp4fuse/epilogue/mma_fragment.cuh>
+#include <fp4fuse/epilogue/output_amax.cuh>
 #include <fp4fuse/epilogue/swiglu_quantize.cuh>
 #include <fp4fuse/epilogue/wgmma_fragment.cuh>
 
@@ -43,8 +44,10 @@ static_assert(poison != 0, "the outputs start non-zero, so zero scale padding mu
 
 /// The fp32 gate/up value at (row, col) of the [rows, 2I] matrix, or 0 beyond it (as a GEMM's
 /// zero-filled edge tile leaves its accumulators).
-__device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int64_t I, std::int64_t row, std::int64_t col) {
-  return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : 0.0f;
+/// `beyond` instead of 0: accumulators past the matrix that hold anything (the amax must skip them).
+__device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int64_t I, std::int64_t row, std::int64_t col,
+                              float beyond = 0.0f) {
+  return row < rows && col < 2 * I ? gate_up[row * 2 * I + col] : beyond;
 }
 
 /// Each warp loads a 16 x 8 Tiles gate/up tile into registers exactly as mma.sync would leave it,
@@ -52,23 +55,44 @@ __device__ float load_or_zero(const float* gate_up, std::int64_t rows, std::int6
 /// elements, at least the scale tensor's padded extent: tiles beyond the matrix load zeros and
 /// still call the epilogue. Tiles = 4 n8 tiles per NVFP4 block; the epilogue takes blocks four
 /// at a time, so 1, 2, 4 and 6 blocks (Tiles 4, 8, 16, 24) cover partial and whole groups.
-template <int kTiles, class Intermediate, class Activation, class Output = output_t>
-__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out) {
+template <int kTiles, class Intermediate, class Activation, class Output = output_t, bool HandBack = false>
+__global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out, float* amax = nullptr,
+                                    float beyond = 0.0f) {
   // Launched with 2D blocks (32 x 4): the epilogue must find its lane without assuming 1D blocks.
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int lane = static_cast<int>(threadIdx.x);
-  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + 4 * kTiles - 1) / (4 * kTiles);
+  using F = typename Output::format_type;
+  constexpr int bs = F::block_size;
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * bs + 4 * kTiles - 1) / (4 * kTiles);
   const std::int64_t row0 = (warp / tiles_per_row) * 16;
   const std::int64_t gu0 = (warp % tiles_per_row) * 8 * kTiles;
   if (row0 >= out.layout.padded_rows()) return;  // whole warp
   float acc[kTiles][4];
   for (int n = 0; n < kTiles; ++n) {
     for (int r = 0; r < 4; ++r) {
-      acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r));
+      acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r), beyond);
     }
   }
-  const fp4fuse::block_codec<format_t> codec(*S);
-  fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  if constexpr (HandBack) {
+    // The caller's own store of the handed-back blocks: packed bytes inside the matrix, scale codes
+    // and the padding's 0x00, as the direct form writes them.
+    using B = fp4fuse::mma_quantized_blocks<F, kTiles>;
+    const B q = fp4fuse::swiglu_quantize_mma_blocks<il8, Intermediate>(acc, act, codec);
+    for (int half = 0; half < 2; ++half) {
+      for (int slot = 0; slot < B::slots; ++slot) {
+        const int b = B::block_of(lane, slot);
+        if (b < 0) continue;
+        const std::int64_t row = row0 + B::row(lane, half), k = gu0 / (2 * bs) + b;
+        const bool inside = row < out.rows() && k < out.layout.scale_cols;
+        if (inside) memcpy(out.packed + row * out.ld_packed + k * (bs / 2), q.block[half][slot].packed, bs / 2);
+        if (row < out.layout.padded_rows() && k < out.layout.padded_cols()) out.scales[out.layout.offset(row, k)] = inside ? q.block[half][slot].scale : 0;
+      }
+    }
+  } else {
+    const float lane_amax = fp4fuse::swiglu_quantize_mma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+    if (amax != nullptr) fp4fuse::combine_output_amax(amax, lane_amax);  // the whole warp is here
+  }
 }
 
 constexpr int kWgmmaN = 256;  // wgmma m64n256: 256 gate/up columns = 128 output columns = 8 blocks
@@ -78,23 +102,40 @@ using wfrag = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN>;
 /// 64 x 256 gate/up tile into acc[128] exactly as wgmma would leave it, then runs the epilogue.
 /// The warpgroups cover round_up(rows, 128) rows and round_up(I, 64) output columns (rounded up
 /// again to the 128-column tile: the epilogue must skip blocks beyond the padded scale columns).
-template <class Intermediate, class Activation>
-__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, output_t out) {
+/// Separate: gate and up loaded as two m64n128 fragments of their own (a GEMM with two B
+/// operands), then interleave_gate_up.
+template <class Intermediate, class Activation, class Output = output_t, bool Separate = false>
+__global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, const float* S, Output out, float* amax = nullptr,
+                                      float beyond = 0.0f) {
+  using F = typename Output::format_type;
   const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned groups_per_block = blockDim.x * blockDim.y * blockDim.z / 128;
   const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * groups_per_block + linear / 128;
   const int thread = static_cast<int>(linear % 128);
-  const std::int64_t tiles_per_row = (out.layout.padded_cols() * 16 + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+  const std::int64_t tiles_per_row = (out.layout.padded_cols() * F::block_size + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
   const std::int64_t row0 = (group / tiles_per_row) * 64;
   const std::int64_t gu0 = (group % tiles_per_row) * kWgmmaN;
   if (row0 >= out.layout.padded_rows()) return;  // whole warpgroup
   float acc[wfrag::registers];
+  if constexpr (Separate) {
+    using half = fp4fuse::wgmma_m64nN_f32_fragment<kWgmmaN / 2>;  // each: 128 output columns
+    float gate[half::registers], up[half::registers];
 #pragma unroll
-  for (int i = 0; i < wfrag::registers; ++i) {
-    acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i));
+    for (int i = 0; i < half::registers; ++i) {
+      const std::int64_t row = row0 + half::row(thread, i), c = gu0 / 2 + half::col(thread, i);  // output column
+      gate[i] = c < out.cols() ? load_or_zero(gate_up, out.rows(), out.cols(), row, il8::gate_col(c, out.cols())) : 0.0f;
+      up[i] = c < out.cols() ? load_or_zero(gate_up, out.rows(), out.cols(), row, il8::up_col(c, out.cols())) : 0.0f;
+    }
+    fp4fuse::interleave_gate_up(gate, up, acc);
+  } else {
+#pragma unroll
+    for (int i = 0; i < wfrag::registers; ++i) {
+      acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i), beyond);
+    }
   }
-  const fp4fuse::block_codec<format_t> codec(*S);
-  fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  const float lane_amax = fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
+  if (amax != nullptr) fp4fuse::combine_output_amax(amax, lane_amax);  // the whole warpgroup is here
 }
 
 /// Counts differing bytes and reports the first few.
@@ -115,9 +156,11 @@ std::size_t differences(const std::vector<unsigned char>& got, const std::vector
 /// and with `launch(gate_up, S, out)` (an epilogue kernel), into outputs poisoned with 0xA5 by
 /// `device_buffer`; requires identical packed bytes (rows of I/2 bytes with an 8-byte gap that
 /// stays poisoned) and an identical scale tensor, padding included.
-template <class Intermediate, class Activation, class Launch>
+template <class Intermediate, class Format = format_t, class Activation, class Launch>
 void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt,
                                    const Launch& launch) {
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  constexpr int bs = Format::block_size;
   auto g = rng(salt);
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   float hmax = 0.0f;
@@ -128,9 +171,9 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
       if (std::isfinite(v)) hmax = std::max(hmax, std::fabs(v));
     }
   const float S = fp4fuse::nvfp4_global_encode_scale(hmax);
-  const layout_t layout{rows, I / 16};
+  const layout_t layout{rows, I / bs};
   INFO(salt << " M=" << rows << " I=" << I << " (scale tensor " << layout.padded_rows() << " x " << layout.padded_cols() << ")");
-  const std::int64_t ld_packed = I / 2 + 8;
+  const std::int64_t ld_packed = I / 2 + 16;  // 16-byte aligned rows (MXFP4 blocks), a poisoned gap
   const auto packed_bytes = static_cast<std::size_t>(rows * ld_packed);
   const auto scale_bytes = static_cast<std::size_t>(layout.size_bytes());
   // device_buffer poisons every byte (0xA5): nothing is zeroed before either kernel runs.
@@ -138,11 +181,12 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
       got_s(scale_bytes);
   d_gu.upload(gu.data(), gu.size() * 4);
   d_S.upload(&S, 4);
+  const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;  // MXFP4 has none
   REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<il8, Intermediate>(
       fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
-      output_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, d_S.as<float>())));
+      out_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, S_arg)));
   FP4FUSE_TEST_LAUNCHED();
-  launch(d_gu.as<float>(), d_S.as<float>(), output_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout});
+  launch(d_gu.as<float>(), S_arg, out_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout});
   FP4FUSE_TEST_LAUNCHED();
   const std::vector<unsigned char> want_scales = want_s.download();
   // The oracle: swiglu_quantize writes the padding as 0x00 over the poison.
@@ -155,7 +199,7 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
     }
   }
   REQUIRE(padding_not_zero == 0);
-  CHECK(padding == scale_bytes - static_cast<std::size_t>(rows * (I / 16)));
+  CHECK(padding == scale_bytes - static_cast<std::size_t>(rows * (I / bs)));
   CHECK(differences(got_p.download(), want_p.download(), "packed") == 0);
   CHECK(differences(got_s.download(), want_scales, "scales") == 0);
   CHECK(got_p.guard_intact());
@@ -210,6 +254,93 @@ void check_wgmma(std::int64_t rows, std::int64_t I, const Activation& act, dim3 
   });
 }
 
+/// The mma.sync form (direct or hand-back) for any format.
+template <class Intermediate, class Format, int kTiles, bool HandBack, class Activation>
+void check_mma_format(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("mma tile: " << kTiles << " n8 tiles, block " << Format::block_size << (HandBack ? ", hand-back" : ", direct"));
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  check_against_swiglu_quantize<Intermediate, Format>(rows, I, act, salt, [&](const float* gu, const float* S, const out_t& out) {
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * Format::block_size + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = out.layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate, Activation, out_t, HandBack><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(gu, act, S, out);
+  });
+}
+
+/// The wgmma form for any format (Separate: from two accumulators through interleave_gate_up).
+template <class Intermediate, class Format, bool Separate = false, class Activation>
+void check_wgmma_format(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt) {
+  INFO("wgmma, block " << Format::block_size << (Separate ? ", separate gate and up accumulators" : ""));
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  check_against_swiglu_quantize<Intermediate, Format>(rows, I, act, salt, [&](const float* gu, const float* S, const out_t& out) {
+    const std::int64_t tiles_per_row = (out.layout.padded_cols() * Format::block_size + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+    const std::int64_t groups = out.layout.padded_rows() / 64 * tiles_per_row;
+    wgmma_epilogue_kernel<Intermediate, Activation, out_t, Separate><<<static_cast<unsigned>(groups), 128>>>(gu, act, S, out);
+  });
+}
+
+/// The output amax of the mma / wgmma forms (their return value, combined by combine_output_amax)
+/// against the exact maximum of |act(gate) * up| over the device's own swiglu output on the same
+/// values (NaN ignored; bf16-rounded for intermediate::bf16). Accumulators past the matrix (rows
+/// >= M, gate/up columns >= 2I) hold 1e4, whose activation (~1e8) beats every value inside: the
+/// epilogue must leave them out. finite: without NaN/Inf inputs, so the maximum is a finite value
+/// found in one lane (with them it is +Inf wherever a special row exists).
+template <class Intermediate, class Format, int kTiles, bool Wgmma, class Activation>
+void check_amax(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt, bool finite) {
+  using out_t = fp4fuse::quantized_matrix<Format, layout_t>;
+  constexpr int bs = Format::block_size;
+  auto g = rng(salt);
+  std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
+  if (finite) {
+    std::uniform_real_distribution<float> fill(-3.0f, 3.0f);
+    for (auto& v : gu)
+      if (!std::isfinite(v)) v = fill(g);
+  }
+  const layout_t layout{rows, I / bs};
+  INFO(salt << " M=" << rows << " I=" << I << (Wgmma ? " wgmma" : " mma") << " block " << bs);
+  const std::int64_t ld_packed = I / 2 + 16;
+  device_buffer d_gu(gu.size() * 4), d_h(static_cast<std::size_t>(rows * I) * 4), d_S(4), d_p(static_cast<std::size_t>(rows * ld_packed)),
+      d_s(static_cast<std::size_t>(layout.size_bytes())), d_amax(4);
+  d_gu.upload(gu.data(), gu.size() * 4);
+  REQUIRE(static_cast<bool>(fp4fuse::swiglu<il8>(fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
+                                                 fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I})));
+  FP4FUSE_TEST_LAUNCHED();
+  std::vector<float> h(static_cast<std::size_t>(rows * I));
+  {
+    const auto raw = d_h.download();
+    std::memcpy(h.data(), raw.data(), raw.size());
+  }
+  float want = 0.0f;
+  for (float v : h) {
+    if constexpr (std::is_same_v<Intermediate, fp4fuse::intermediate::bf16>) v = __bfloat162float(__float2bfloat16_rn(v));
+    if (!std::isnan(v)) want = std::max(want, std::fabs(v));
+  }
+  if (finite) REQUIRE(std::isfinite(want));
+  const float S = fp4fuse::nvfp4_global_encode_scale(std::isfinite(want) ? want : 448.0f * 6.0f);
+  d_S.upload(&S, 4);
+  const float zero = 0.0f;
+  d_amax.upload(&zero, 4);
+  const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;
+  const out_t out{d_p.as<std::uint8_t>(), ld_packed, d_s.as<std::uint8_t>(), layout};
+  if constexpr (Wgmma) {
+    const std::int64_t tiles_per_row = (layout.padded_cols() * bs + kWgmmaN / 2 - 1) / (kWgmmaN / 2);
+    wgmma_epilogue_kernel<Intermediate, Activation, out_t><<<static_cast<unsigned>(layout.padded_rows() / 64 * tiles_per_row), 128>>>(
+        d_gu.as<float>(), act, S_arg, out, d_amax.as<float>(), 1e4f);
+  } else {
+    const std::int64_t tiles_per_row = (layout.padded_cols() * bs + 4 * kTiles - 1) / (4 * kTiles);
+    const std::int64_t warps = layout.padded_rows() / 16 * tiles_per_row;
+    mma_epilogue_kernel<kTiles, Intermediate, Activation, out_t><<<static_cast<unsigned>((warps + 3) / 4), dim3(32, 4)>>>(
+        d_gu.as<float>(), act, S_arg, out, d_amax.as<float>(), 1e4f);
+  }
+  FP4FUSE_TEST_LAUNCHED();
+  float got;
+  {
+    const auto raw = d_amax.download();
+    std::memcpy(&got, raw.data(), 4);
+  }
+  INFO("amax got " << got << " want " << want);
+  CHECK(bits_of(got) == bits_of(want));
+}
+
 }  // namespace
 
 TEST_CASE("swiglu_quantize_mma_epilogue [gpu]: bit-identical to swiglu_quantize, scale padding included", "[gpu][epilogue]") {
@@ -252,6 +383,60 @@ TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: m64n256 fragments, bit-identica
         check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu{}, block, "wgmma silu bf16");
         check_wgmma<fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss");
         check_wgmma<bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, block, "wgmma gptoss bf16");
+      }
+    }
+  }
+}
+
+TEST_CASE("fragment epilogues [gpu]: MXFP4 (quad all-reduce of 32-blocks) and the hand-back form, bit-identical to swiglu_quantize",
+          "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  using mx_up = fp4fuse::format::mxfp4<fp4fuse::recipe::mx_round_up>;
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      check_mma_format<fp32, mx, 8, false>(rows, I, fp4fuse::activation::swiglu{}, "mx mma 1 block");
+      check_mma_format<bf16, mx, 24, false>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx mma 3 blocks bf16");
+      check_mma_format<fp32, mx_up, 16, false>(rows, I, fp4fuse::activation::geglu_tanh{}, "mx round-up mma");
+      check_wgmma_format<fp32, mx>(rows, I, fp4fuse::activation::swiglu{}, "mx wgmma");
+      check_wgmma_format<bf16, mx>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx wgmma bf16");
+      // The hand-back form, both formats: lone, partial and whole groups of NVFP4 blocks.
+      check_mma_format<fp32, mx, 16, true>(rows, I, fp4fuse::activation::swiglu{}, "mx hand-back");
+      check_mma_format<fp32, format_t, 4, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 1 block");
+      check_mma_format<bf16, format_t, 12, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "nv hand-back 3 blocks");
+      check_mma_format<fp32, format_t, 20, true>(rows, I, fp4fuse::activation::swiglu{}, "nv hand-back 5 blocks");
+    }
+  }
+}
+
+TEST_CASE("swiglu_quantize_wgmma_epilogue [gpu]: separate gate and up accumulators (interleave_gate_up), bit-identical to swiglu_quantize",
+          "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  for (std::int64_t rows : {1, 37, 130}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      check_wgmma_format<fp32, format_t, true>(rows, I, fp4fuse::activation::swiglu{}, "nv wgmma separate");
+      check_wgmma_format<bf16, mx, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "mx wgmma separate bf16");
+    }
+  }
+}
+
+TEST_CASE("fragment epilogues [gpu]: the returned output amax equals the exact maximum", "[gpu][epilogue]") {
+  using fp4fuse::intermediate::bf16;
+  using fp4fuse::intermediate::fp32;
+  using mx = fp4fuse::format::mxfp4<>;
+  for (std::int64_t rows : {1, 37, 130, 300}) {
+    for (std::int64_t I : {32, 96, 160, 1056}) {
+      for (bool finite : {true, false}) {
+        check_amax<fp32, format_t, 8, false>(rows, I, fp4fuse::activation::swiglu{}, "amax mma", finite);
+        check_amax<bf16, format_t, 20, false>(rows, I, fp4fuse::activation::swiglu{}, "amax mma 5 blocks bf16", finite);
+        check_amax<fp32, mx, 16, false>(rows, I, fp4fuse::activation::geglu_tanh{}, "amax mma mx", finite);
+        check_amax<fp32, format_t, 0, true>(rows, I, fp4fuse::activation::swiglu{}, "amax wgmma", finite);
+        check_amax<bf16, mx, 0, true>(rows, I, fp4fuse::activation::geglu_tanh{}, "amax wgmma mx bf16", finite);
+        // swiglu_clamped bounds every value (the 1e4 past the matrix too): the plain maximum.
+        check_amax<fp32, format_t, 0, true>(rows, I, fp4fuse::activation::swiglu_clamped{}, "amax wgmma clamped", finite);
       }
     }
   }

@@ -48,4 +48,64 @@ __global__ void grouped_epilogue(const float* S, fp4fuse::quantized_matrix<fmt::
   fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
                                                                           fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
 }
+#elif CASE == 10  // expect: swiglu_quantize_row: the segment must hold whole gate/up granules (G divides N / 2)
+void granule_too_wide(const float (&acc)[32]) {  // 16 output columns, but granules of 32
+  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<32>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+}
+#elif CASE == 11  // expect: swiglu_quantize_row: N / 2 output columns must be whole blocks
+void part_of_a_block(const float (&acc)[16]) {  // 8 output columns: half an NVFP4 block
+  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+}
+#elif CASE == 12  // expect: swiglu_quantize_row: N / 2 output columns must be whole blocks
+void part_of_an_mx_block(const float (&acc)[32]) {  // 16 output columns: half an MXFP4 block
+  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, mxfp4_up());
+}
+#elif CASE == 13  // expect: swiglu_quantize_row(acc, ...): one accumulator needs gate_up::interleaved<G>
+void one_accumulator_separate(const float (&acc)[32]) {
+  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::separate>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+}
+#elif CASE == 14  // expect: swiglu_quantize_row(gate, up, ...): two accumulators are gate_up::separate
+void two_accumulators_interleaved(const float (&gate)[16], const float (&up)[16]) {
+  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(gate, up, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+}
+#elif CASE == 15  // expect: store_quantized_row: a grouped (MoE) layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+__global__ void grouped_row(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+  float acc[32] = {};
+  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
+                                                                          fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
+}
+#elif CASE == 16  // expect: store_quantized_row_staged: a grouped (MoE) layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+__global__ void grouped_staged(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, fp4fuse::quantized_row<fmt::nvfp4<>, 2> q) {
+  __shared__ alignas(16) unsigned char staging[16];
+  fp4fuse::store_quantized_row_staged(out, {0, 0}, q, staging);
+}
+#elif CASE == 17  // expect: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)
+__global__ void mx_tiles(fp4fuse::quantized_matrix<fmt::mxfp4<recipe::mx_round_up>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[4][4] = {};  // 16 output columns: half an MXFP4 block
+  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, mxfp4_up(), out);
+}
+#elif CASE == 18  // expect: swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8
+__global__ void blocks_il1(const float* S) {
+  float acc[8][4] = {};
+  (void)fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<1>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(*S));
+}
+#elif CASE == 19  // expect: tcgen05.ld 32x32b.xN: N is a power of two, 1..128
+constexpr int not_a_load = fp4fuse::tcgen05_32x32b_fragment<48>::registers;
+#elif CASE == 21  // expect: swiglu_quantize_row_epilogue: the codec and the output must have the same format
+__global__ void recipe_mismatch(fp4fuse::quantized_matrix<fmt::mxfp4<recipe::mx_ocp>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[64] = {};
+  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, mxfp4_up(), out);
+}
+#elif CASE == 22  // expect: swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format
+__global__ void format_mismatch(const float* S, fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  float acc[64] = {};  // an NVFP4 codec for an MXFP4 output, through the wgmma form
+  fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, nvfp4_te(*S), out);
+}
+#elif CASE == 20  // expect: write_scale_padding_beyond_grid: a grouped (MoE) layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+__global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+  fp4fuse::write_scale_padding_beyond_grid(out, {{64, 2}, {64, 2}}, {0, 0, {64, 2}}, static_cast<int>(threadIdx.x), 128);
+}
 #endif

@@ -12,24 +12,13 @@
 namespace l1_gemm::sm90 {
 namespace detail {
 
-/// True for epilogues with `padding<N>(row0, col0)` (epilogues.cuh).
+/// True for epilogues with `padding_beyond<N>(grid, row0, col0)` (epilogues.cuh).
 template <class Epilogue, int N, class = void>
 inline constexpr bool has_padding = false;
 template <class Epilogue, int N>
-inline constexpr bool has_padding<
-    Epilogue, N, std::void_t<decltype(std::declval<const Epilogue&>().template padding<N>(index_t{}, index_t{}))>> = true;
-
-/// Writes what an epilogue pads in a 64 x N warpgroup tile wholly beyond the output: its
-/// `padding<N>` where it has one, else the epilogue itself on whatever `acc` holds (bounds-checked,
-/// it then writes only its padding, at the cost of computing the tile).
-template <int N, class Epilogue, int Registers>
-__device__ __forceinline__ void write_padding(const Epilogue& epi, const float (&acc)[Registers], index_t row0, index_t col0) {
-  if constexpr (has_padding<Epilogue, N>) {
-    epi.template padding<N>(row0, col0);
-  } else {
-    epi.warpgroup(acc, row0, col0);
-  }
-}
+inline constexpr bool has_padding<Epilogue, N,
+                                  std::void_t<decltype(std::declval<const Epilogue&>().template padding_beyond<N>(
+                                      std::declval<const tile_grid&>(), index_t{}, index_t{}))>> = true;
 
 /// True for epilogues with `prefetch()` (epilogues.cuh).
 template <class Epilogue, class = void>
@@ -79,27 +68,21 @@ struct unit_epilogue_of<Epilogue, std::enable_if_t<has_for_group<Epilogue>>> {
 template <class Epilogue>
 using unit_epilogue = typename unit_epilogue_of<Epilogue>::type;
 
-/// The output's padding beyond a tile: the tiles cover round_up(M, BlockM) x round_up(N, BlockN),
-/// and with 64-row or 32-, 64- or 192-wide tiles that can end short of a multiple of 128.
-/// Epilogues whose output is padded to 128 rows and 128 gate/up columns (the NVFP4 scales' 128 x 4
-/// layout, whose padding is written as 0x00) get the rest from the last tile before it: rows >= M
-/// and columns >= N are beyond the output, so only that padding is written (epilogues.cuh:
-/// `padding`). With clusters of 2 the peer CTA's tile covers the rows. (row0, col0): the calling
-/// warpgroup's part of the tile. In a grouped GEMM, M is the unit's group's rows (group_rows) and
-/// rows count from the group's first, as `epi` (epilogue_for's) takes them.
-template <class Cfg, int Cluster, class Epilogue, int Registers>
-__device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const float (&acc)[Registers], const work_unit& u,
-                                                const params& prm, index_t row0, index_t col0) {
-  const index_t tile_end_row = static_cast<index_t>(u.m_blk + 1) * Cfg::rows;
-  const index_t tile_end_col = static_cast<index_t>(u.n_blk + 1) * Cfg::block_n;
-  const bool rows_end_here = Cluster == 1 && tile_end_row >= u.group_rows;
-  const index_t pad_row_end = rows_end_here ? cuda::round_up(tile_end_row, index_t{128}) : tile_end_row;
-  const index_t pad_col_end = tile_end_col >= prm.N ? cuda::round_up(tile_end_col, index_t{128}) : tile_end_col;
-  for (index_t r = row0; r < row0 + (pad_row_end - tile_end_row) + Cfg::rows; r += Cfg::rows) {
-    for (index_t c = col0; c < col0 + (pad_col_end - tile_end_col) + Cfg::block_n; c += Cfg::block_n) {
-      if (r != row0 || c != col0) write_padding<Cfg::consumer_n>(epi, acc, r, c);
-    }
-  }
+/// The output's padding beyond the tile grid: the tiles cover round_up(M, Cluster * BlockM) rows
+/// (with clusters the peer CTA's tile covers the rows) x round_up(N, BlockN) columns, which can end
+/// short of the output's padded extent (64-row or 32-, 64- or 192-wide tiles against the NVFP4
+/// scales' padding); the epilogue's `padding_beyond` writes what the calling warpgroup's part of a
+/// last tile owns of it (the library's `write_scale_padding_beyond_grid`; the kernel knows no
+/// layout). (row0, col0): the calling warpgroup's part of the tile. In a grouped GEMM, M is the
+/// unit's group's rows (group_rows) and rows count from the group's first, as `epi`
+/// (epilogue_for's) takes them.
+template <class Cfg, int Cluster, class Epilogue>
+__device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const work_unit& u, const params& prm, index_t row0, index_t col0) {
+  static_assert(has_padding<Epilogue, Cfg::consumer_n>,
+                "pad_beyond_tile: the epilogue needs padding_beyond<N>(grid, row0, col0) (an empty one if its output has no padding)");
+  const tile_grid grid{Cfg::rows, Cfg::block_n, cuda::round_up(static_cast<index_t>(u.group_rows), static_cast<index_t>(Cluster * Cfg::rows)),
+                       cuda::round_up(static_cast<index_t>(prm.N), static_cast<index_t>(Cfg::block_n))};
+  epi.template padding_beyond<Cfg::consumer_n>(grid, row0, col0);
 }
 
 }  // namespace detail

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(threads, 1)
     int stage = 0;
     std::uint32_t phase = 0;
     const bool active = consumer < cfg::consumers;  // 64 x 32 tiles: the second consumer has no MMAs
-    // ... and, where the epilogue writes its padding without accumulators (`padding`), writes the
+    // ... and, where the epilogue writes its padding without accumulators (`padding_beyond`), writes the
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
@@ -131,16 +131,15 @@ __global__ void __launch_bounds__(threads, 1)
       }
       const auto& tile_epi = detail::epilogue_for(epi, u);
       tile_epi.warpgroup(acc, row0, col0);
-      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, acc, u, prm, row0, col0);
+      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, u, prm, row0, col0);
     }
     if constexpr (helper_pads) {
       if (!active) {
         // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
-        const float no_accumulators[registers] = {};  // padding() reads none
         for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
           const work_unit u = sched.at(unit);
           if (u.split != 0) continue;
-          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), no_accumulators, u, prm,
+          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), u, prm,
                                                 static_cast<index_t>(u.m_blk) * BlockM, static_cast<index_t>(u.n_blk) * BlockN);
         }
       }

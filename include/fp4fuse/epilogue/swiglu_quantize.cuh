@@ -20,6 +20,7 @@
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
+#include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/format.cuh"
@@ -104,59 +105,173 @@ FP4FUSE_DEVICE uint2 quad_gather_bytes(cuda::std::uint32_t w, int t) {
   return make_uint2(__byte_perm(pair, other, upper ? 0x1054u : 0x5410u), __byte_perm(pair, other, upper ? 0x3276u : 0x7632u));
 }
 
+/// One group of up to four NVFP4 blocks of one row half of the mma.sync form: lane t ends with
+/// block 4 * group + t's 8 packed bytes (returned) and its scale (`own`); for a group of one block,
+/// lane 0 holds it (every lane computes it). `lane_max[j]`: max |x| over the lane's own 4 values of
+/// block 4 * group + j, NaN ignored (0 for absent blocks). Quad-collective (all 32 lanes, converged).
+template <class Intermediate, int blocks, int Tiles, class Activation, class Format>
+FP4FUSE_DEVICE uint2 nvfp4_quad_group(const float (&acc)[Tiles][4], int half, int group, int t, const Activation& act,
+                                      const block_codec<Format>& codec, block_scale& own, float (&lane_max)[4]) {
+  // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
+  float h[4][4];
+  float partial_amax[4];
+  FP4FUSE_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const int block = 4 * group + j;
+    FP4FUSE_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      h[j][i] = 0.0f;  // blocks beyond the tile (a partial last group): never stored
+    }
+    if (block < blocks) {
+      FP4FUSE_UNROLL
+      for (int q = 0; q < 2; ++q) {
+        FP4FUSE_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const int gate_tile = 4 * block + 2 * q;
+          float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
+          if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
+            v = __bfloat162float(__float2bfloat16_rn(v));
+          }
+          h[j][2 * q + e] = v;
+        }
+      }
+    }
+    partial_amax[j] = detail::amax_of_four(h[j]);
+    lane_max[j] = partial_amax[j];
+  }
+  // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of
+  // one block). Nibbles: bytes t and 4 + t of a block, columns (2t, 2t+1) and (8+2t, 8+2t+1).
+  uint2 bytes;
+  if (blocks - 4 * group == 1) {  // known at compile time once the loop is unrolled
+    // A lone block (16-column tiles): all-reduce the amax, every lane computes the scale, gather.
+    float amax = detail::max_num(partial_amax[0], __shfl_xor_sync(0xFFFFFFFFu, partial_amax[0], 1));
+    amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+    own = codec.scale_for(amax);
+    const float scaled[4] = {h[0][0] * own.multiplier, h[0][1] * own.multiplier, h[0][2] * own.multiplier,
+                             h[0][3] * own.multiplier};
+    bytes = detail::quad_gather_bytes(e2m1x4_encode(scaled), t);
+  } else {
+    // Lane t computes block 4 * group + t's scale and shares its multiplier with the quad.
+    own = codec.scale_for(detail::quad_reduce_scatter_max(partial_amax, t));
+    float multiplier[4];
+    detail::quad_all_gather(own.multiplier, t, multiplier);
+    cuda::std::uint32_t nibbles[4];
+    FP4FUSE_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const float scaled[4] = {h[j][0] * multiplier[j], h[j][1] * multiplier[j], h[j][2] * multiplier[j],
+                               h[j][3] * multiplier[j]};
+      nibbles[j] = 4 * group + j < blocks ? e2m1x4_encode(scaled) : 0u;  // no work for absent blocks
+    }
+    bytes = detail::quad_transpose_bytes(nibbles, t);
+  }
+  return bytes;
+}
+
+/// One MXFP4 block (32 output columns = 8 n8 tiles, `block`) of one row half of the mma.sync
+/// form: each lane of a quad holds 8 of its 32 activations (columns 8q + 2t + e, q = 0..3); the
+/// quad all-reduces the amax with the codec's `combine_amax` (NaN and Inf win, as `block_amax`),
+/// every lane computes the scale and encodes its 8 values, and two byte gathers give every lane
+/// the block's 16 bytes in order. `lane_max`: max |x| over the lane's own 8 values, NaN ignored.
+/// Quad-collective.
+template <class Intermediate, int Tiles, class Activation, class Format>
+FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, int block, int t, const Activation& act,
+                                      const block_codec<Format>& codec, block_scale& own, float& lane_max) {
+  float h[8];
+  float partial = 0.0f;
+  lane_max = 0.0f;
+  FP4FUSE_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    FP4FUSE_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      const int gate_tile = 8 * block + 2 * q;
+      float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
+      if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
+        v = __bfloat162float(__float2bfloat16_rn(v));
+      }
+      h[2 * q + e] = v;
+      partial = codec.combine_amax(partial, abs_float(v));  // the block's scale: NaN and Inf win
+      lane_max = max_num(lane_max, abs_float(v));           // the output amax: NaN ignored
+    }
+  }
+  float amax = codec.combine_amax(partial, __shfl_xor_sync(0xFFFFFFFFu, partial, 1));
+  amax = codec.combine_amax(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+  own = codec.scale_for(amax);
+  // Nibbles of granules 0, 1 (bytes t, 4 + t) and of granules 2, 3 (bytes 8 + t, 12 + t).
+  const float lo[4] = {h[0] * own.multiplier, h[1] * own.multiplier, h[2] * own.multiplier, h[3] * own.multiplier};
+  const float hi[4] = {h[4] * own.multiplier, h[5] * own.multiplier, h[6] * own.multiplier, h[7] * own.multiplier};
+  const uint2 first = quad_gather_bytes(e2m1x4_encode(lo), t), second = quad_gather_bytes(e2m1x4_encode(hi), t);
+  return make_uint4(first.x, first.y, second.x, second.y);
+}
+
 }  // namespace detail
 
-/// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4. Warp-collective:
-/// all 32 lanes must call it with the same arguments (except `acc`).
+/// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4 or MXFP4 (the
+/// format of `codec` and `out`). Warp-collective: all 32 lanes must call it with the same
+/// arguments (except `acc`). Returns the lane's partial of the output amax: max |act(gate) * up|
+/// over the lane's values inside the matrix (NaN ignored, +0 for none), for `combine_output_amax`
+/// (epilogue/output_amax.cuh); a caller that ignores it pays no instruction.
 ///
 /// \tparam GateUp the GEMM's gate/up column layout: `gate_up::interleaved<8>` (the fragment then
 ///         holds matching gate and up values in the same register of neighbouring n8 tiles)
-/// \tparam Tiles number of n8 accumulator tiles, a multiple of 4: the tile covers 8 * Tiles
-///         gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks.
+/// \tparam Tiles number of n8 accumulator tiles, a multiple of 4 (NVFP4) or 8 (MXFP4): the tile
+///         covers 8 * Tiles gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks
+///         (Tiles / 8 MXFP4 blocks).
 /// \param acc    the lane's fragments, `acc[n][r]` as `mma_m16n8_f32_fragment` maps them
-/// \param origin the tile's first output row and first gate/up column (a multiple of 32)
+/// \param origin the tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
 /// \param act    the gated activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`)
 /// \param codec  the format's codec, built from the global encode scale S
 /// \param out    the quantized output [M, I] and its scale layout
 /// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset`
 /// as well (both fp4fuse layouts) the row's part of the offset is computed once per row.
-/// Packed bytes of rows >= out.rows() or blocks >= out.cols() / 16 are not written. Scale entries
-/// in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile covers
-/// are written as 0x00: tiles covering round_up(M, 128) x round_up(2I, 128) gate/up columns
-/// (swizzled layout) write the whole scale tensor, padding included.
+/// Packed bytes of rows >= out.rows() or blocks >= out.layout.scale_cols are not written. Scale
+/// entries in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile
+/// covers are written as 0x00: tiles covering `scale_layout::padded_extent(out.layout)` (swizzled
+/// layout: round_up(M, 128) rows x round_up(I / block size, 4) blocks, i.e. round_up(2I, 128)
+/// gate/up columns for NVFP4 and round_up(2I, 256) for MXFP4; `scale_layout::tiles_to_cover`)
+/// write the whole scale tensor, padding included; otherwise `write_scale_padding_beyond_grid`
+/// (epilogue/scale_padding.cuh) writes the rest.
 ///
 /// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
 /// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
 /// values of each block, and the quad transposes the packed bytes so that each lane stores one
 /// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
-/// reduced in every lane instead, which takes fewer steps for one block.
+/// reduced in every lane instead, which takes fewer steps for one block. MXFP4 (32-blocks, 8 values
+/// per lane): the quad all-reduces each block's amax with the codec's `combine_amax`, every lane
+/// computes the scale and encodes its 8 values, two byte gathers give lane 0 the block's 16 bytes,
+/// which it stores with the scale byte.
 /// \code
 /// float acc[8][4];  // a warp's 16 x 64 gate/up tile: 8 mma.sync m16n8 accumulators
 /// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
 /// fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, gate_up_col0},
 ///                                                                          fp4fuse::activation::swiglu{}, codec, out);
+/// // or with the output amax (*d_amax +0 before the GEMM; fp4fuse/epilogue/output_amax.cuh):
+/// // fp4fuse::combine_output_amax(d_amax, fp4fuse::swiglu_quantize_mma_epilogue<...>(acc, ...));
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format, class Layout>
-FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
-                                                 const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class CodecFormat, class Format, class Layout>
+FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
+                                                  const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_mma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
-                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>)");
-  static_assert(detail::is_nvfp4<Format>, "swiglu_quantize_mma_epilogue: the fragment form writes NVFP4 (format::nvfp4<Recipe>)");
-  static_assert(Tiles % 4 == 0, "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 (16 output columns per block)");
+                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
+  static_assert(Tiles % (Format::block_size / 4) == 0,
+                "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
   static_assert(!scale_layout::is_grouped<Layout>,
                 "swiglu_quantize_mma_epilogue: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
   using frag = mma_m16n8_f32_fragment;
-  constexpr int blocks = Tiles / 4;
+  constexpr int blocks = Tiles / (Format::block_size / 4);
+  constexpr int block_bytes = Format::block_size / 2;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
   const cuda::std::int64_t row0 = origin.row;
-  const cuda::std::int64_t first_block_col = origin.gate_up_col / 32;  // 32 gate/up columns per block
+  const cuda::std::int64_t first_block_col = origin.gate_up_col / (2 * Format::block_size);  // 32 (NVFP4) gate/up columns per block
+  float lane_amax = 0.0f;  // the output amax's partial (unused by a caller: no instructions)
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
     const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
     const bool row_inside = row < out.rows();
     const bool row_in_scales = row < out.layout.padded_rows();
-    const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * 8;
+    const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * block_bytes;
     const cuda::std::int64_t scale_row = [&] {
       if constexpr (detail::has_split_offset<Layout>) {
         return out.layout.row_offset(row);
@@ -164,88 +279,226 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
         return cuda::std::int64_t{0};
       }
     }();
-    FP4FUSE_UNROLL
-    for (int group = 0; group < cuda::ceil_div(blocks, 4); ++group) {
-      // The lane's four activations of blocks 4 * group + j: granule q (0, 1), register 2 * half + e.
-      float h[4][4];
-      float partial_amax[4];
+    if constexpr (!detail::is_nvfp4<Format>) {
+      // MXFP4: one 32-block at a time, lane t = 0 of the quad stores it (16 bytes) and its scale.
       FP4FUSE_UNROLL
-      for (int j = 0; j < 4; ++j) {
-        const int block = 4 * group + j;
-        FP4FUSE_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          h[j][i] = 0.0f;  // blocks beyond the tile (a partial last group): never stored
-        }
-        if (block < blocks) {
-          FP4FUSE_UNROLL
-          for (int q = 0; q < 2; ++q) {
-            FP4FUSE_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              const int gate_tile = 4 * block + 2 * q;
-              float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
-              if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
-                v = __bfloat162float(__float2bfloat16_rn(v));
-              }
-              h[j][2 * q + e] = v;
+      for (int block = 0; block < blocks; ++block) {
+        block_scale own;
+        float lane_max;
+        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, block, t, act, codec, own, lane_max);
+        const cuda::std::int64_t block_col = first_block_col + block;
+        const bool inside = row_inside && block_col < out.layout.scale_cols;
+        if (inside) lane_amax = detail::max_num(lane_amax, lane_max);
+        if (t == 0 && inside) *reinterpret_cast<uint4*>(out.packed + packed_row + block_bytes * block) = bytes;
+        if (t == 0 && row_in_scales && block_col < out.layout.padded_cols()) {
+          const cuda::std::int64_t scale_offset = [&] {
+            if constexpr (detail::has_split_offset<Layout>) {
+              return scale_row + out.layout.col_offset(block_col);
+            } else {
+              return out.layout.offset(row, block_col);
             }
-          }
+          }();
+          out.scales[scale_offset] = inside ? own.code : cuda::std::uint8_t{0};
         }
-        partial_amax[j] = detail::amax_of_four(h[j]);
       }
-      // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of
-      // one block). Nibbles: bytes t and 4 + t of a block, columns (2t, 2t+1) and (8+2t, 8+2t+1).
-      uint2 bytes;
-      block_scale own;
-      if (blocks - 4 * group == 1) {  // known at compile time once the loop is unrolled
-        // A lone block (16-column tiles): all-reduce the amax, every lane computes the scale, gather.
-        float amax = detail::max_num(partial_amax[0], __shfl_xor_sync(0xFFFFFFFFu, partial_amax[0], 1));
-        amax = detail::max_num(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
-        own = codec.scale_for(amax);
-        const float scaled[4] = {h[0][0] * own.multiplier, h[0][1] * own.multiplier, h[0][2] * own.multiplier,
-                                 h[0][3] * own.multiplier};
-        bytes = detail::quad_gather_bytes(e2m1x4_encode(scaled), t);
-      } else {
-        // Lane t computes block 4 * group + t's scale and shares its multiplier with the quad.
-        own = codec.scale_for(detail::quad_reduce_scatter_max(partial_amax, t));
-        float multiplier[4];
-        detail::quad_all_gather(own.multiplier, t, multiplier);
-        cuda::std::uint32_t nibbles[4];
+    } else {
+      FP4FUSE_UNROLL
+      for (int group = 0; group < cuda::ceil_div(blocks, 4); ++group) {
+        // Lane t ends with block 4 * group + t's 8 packed bytes and scale (lane 0 only, for a group of one block).
+        block_scale own;
+        float lane_max[4];
+        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, blocks>(acc, half, group, t, act, codec, own, lane_max);
         FP4FUSE_UNROLL
         for (int j = 0; j < 4; ++j) {
-          const float scaled[4] = {h[j][0] * multiplier[j], h[j][1] * multiplier[j], h[j][2] * multiplier[j],
-                                   h[j][3] * multiplier[j]};
-          nibbles[j] = 4 * group + j < blocks ? e2m1x4_encode(scaled) : 0u;  // no work for absent blocks
+          if (4 * group + j < blocks && row_inside && first_block_col + 4 * group + j < out.layout.scale_cols) {
+            lane_amax = detail::max_num(lane_amax, lane_max[j]);
+          }
         }
-        bytes = detail::quad_transpose_bytes(nibbles, t);
-      }
-      const int block = 4 * group + t;
-      const cuda::std::int64_t block_col = first_block_col + block;
-      const bool inside = row_inside && block_col < out.layout.scale_cols;
-      if (block < blocks && inside) {
-        *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
-      }
-      // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
-      // padded extent leaves no byte of the scale tensor unwritten.
-      if (block < blocks && row_in_scales && block_col < out.layout.padded_cols()) {
-        cuda::std::int64_t scale_offset;
-        if constexpr (detail::has_split_offset<Layout>) {
-          scale_offset = scale_row + out.layout.col_offset(block_col);
-        } else {
-          scale_offset = out.layout.offset(row, block_col);
+        const int block = 4 * group + t;
+        const cuda::std::int64_t block_col = first_block_col + block;
+        const bool inside = row_inside && block_col < out.layout.scale_cols;
+        if (block < blocks && inside) {
+          *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
         }
-        out.scales[scale_offset] = inside ? own.code : cuda::std::uint8_t{0};
+        // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
+        // padded extent leaves no byte of the scale tensor unwritten.
+        if (block < blocks && row_in_scales && block_col < out.layout.padded_cols()) {
+          cuda::std::int64_t scale_offset;
+          if constexpr (detail::has_split_offset<Layout>) {
+            scale_offset = scale_row + out.layout.col_offset(block_col);
+          } else {
+            scale_offset = out.layout.offset(row, block_col);
+          }
+          out.scales[scale_offset] = inside ? own.code : cuda::std::uint8_t{0};
+        }
       }
     }
   }
+  return lane_amax;
+}
+
+/// What `swiglu_quantize_mma_blocks` hands back to one lane: whole blocks of the warp's 16-row tile
+/// for the caller's own store (an EVT node, a TMA store, another layout). `block[half][slot]` is
+/// block `block_of(lane, slot)` (the tile's block column, -1: the lane holds none there) of tile
+/// row `row(lane, half)`.
+template <class Format, int Tiles>
+struct mma_quantized_blocks {
+  /// Blocks per row of the tile: Tiles / 4 (NVFP4), Tiles / 8 (MXFP4).
+  static constexpr int blocks = Tiles / (Format::block_size / 4);
+  /// Slots per row half: NVFP4 blocks come four at a time (one per lane), MXFP4 ones one at a time (lane t = 0).
+  static constexpr int slots = detail::is_nvfp4<Format> ? (blocks + 3) / 4 : blocks;
+  /// The lane's blocks: packed words in the standard order and the scale byte.
+  quantized_block<Format> block[2][slots];
+  /// Tile row (0..15) of the lane's blocks of row half `half` (0, 1).
+  FP4FUSE_HOST_DEVICE static constexpr int row(int lane, int half) { return lane / 4 + 8 * half; }
+  /// The tile's block column held in `slot` by `lane`, or -1.
+  FP4FUSE_HOST_DEVICE static constexpr int block_of(int lane, int slot) {
+    const int t = lane % 4;
+    if constexpr (detail::is_nvfp4<Format>) {
+      return blocks - 4 * slot == 1 ? (t == 0 ? 4 * slot : -1) : (4 * slot + t < blocks ? 4 * slot + t : -1);
+    } else {
+      return t == 0 ? slot : -1;
+    }
+  }
+};
+
+/// The hand-back form of `swiglu_quantize_mma_epilogue`: the same activations, collectives and
+/// numerics, but the whole blocks each lane ends with are returned (`mma_quantized_blocks`)
+/// instead of stored; nothing is written, bounds and padding are the caller's. Warp-collective.
+/// \code
+/// __device__ void my_store(const float (&acc)[8][4], const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec) {
+///   using B = fp4fuse::mma_quantized_blocks<fp4fuse::format::nvfp4<>, 8>;
+///   const B q = fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
+///   const int lane = static_cast<int>(threadIdx.x % 32);
+///   for (int half = 0; half < 2; ++half)
+///     if (B::block_of(lane, 0) >= 0) { /* store q.block[half][0] at tile row B::row(lane, half) */ }
+/// }
+/// \endcode
+template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format>
+FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(const float (&acc)[Tiles][4], const Activation& act,
+                                                                              const block_codec<Format>& codec) {
+  static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
+                "swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
+  static_assert(Tiles % (Format::block_size / 4) == 0,
+                "swiglu_quantize_mma_blocks: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
+  using result = mma_quantized_blocks<Format, Tiles>;
+  const int t = static_cast<int>(cuda::ptx::get_sreg_laneid()) % 4;
+  result q;
+  FP4FUSE_UNROLL
+  for (int half = 0; half < 2; ++half) {
+    FP4FUSE_UNROLL
+    for (int slot = 0; slot < result::slots; ++slot) {
+      block_scale own;
+      if constexpr (detail::is_nvfp4<Format>) {
+        float lane_max[4];  // unused here
+        const uint2 bytes = detail::nvfp4_quad_group<Intermediate, result::blocks>(acc, half, slot, t, act, codec, own, lane_max);
+        q.block[half][slot].packed[0] = bytes.x;
+        q.block[half][slot].packed[1] = bytes.y;
+      } else {
+        float lane_max;  // unused here
+        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, slot, t, act, codec, own, lane_max);
+        q.block[half][slot].packed[0] = bytes.x;
+        q.block[half][slot].packed[1] = bytes.y;
+        q.block[half][slot].packed[2] = bytes.z;
+        q.block[half][slot].packed[3] = bytes.w;
+      }
+      q.block[half][slot].scale = own.code;
+    }
+  }
+  return q;
+}
+
+/// Gate and up from two accumulators (`gate_up::separate`: a GEMM with two B operands, or the two
+/// halves of a split one) as the one `gate_up::interleaved<8>` accumulator the fragment forms take:
+/// n8 tile k of `gate` becomes tile 2k of `acc`, of `up` tile 2k + 1. Output column c of the
+/// accumulators (c0 + c, c0 their first output column) is then the gate/up pair of the result's
+/// tile, whose `tile_origin` is {row, 2 * c0}. Bias: `add_column_bias` on each accumulator first,
+/// with the gate's and the up's own bias. A renaming of registers, no arithmetic. Per lane, host and
+/// device.
+/// \code
+/// __device__ void two_b_operands(const float (&gate)[4][4], const float (&up)[4][4], std::int64_t row0, std::int64_t c0,
+///                                const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec,
+///                                const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   float acc[8][4];  // 32 output columns of gate and of up: 64 gate/up columns, 2 NVFP4 blocks per row
+///   fp4fuse::interleave_gate_up(gate, up, acc);
+///   fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+/// }
+/// \endcode
+template <int Tiles>
+FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Tiles][4], const float (&up)[Tiles][4], float (&acc)[2 * Tiles][4]) {
+  FP4FUSE_UNROLL
+  for (int k = 0; k < Tiles; ++k) {
+    FP4FUSE_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      acc[2 * k][r] = gate[k][r];
+      acc[2 * k + 1][r] = up[k][r];
+    }
+  }
+}
+
+/// The same for one thread's two `wgmma` m64nNk16 fragments of N columns each (`Registers` = N / 2):
+/// the result is the thread's fragment of a 2N-column tile (`wgmma_m64nN_f32_fragment<2N>`) that
+/// `swiglu_quantize_wgmma_epilogue` takes, register 8k + j (j < 4) gate register 4k + j and
+/// register 8k + 4 + j up register 4k + j.
+/// \code
+/// __device__ void two_wgmma(const float (&gate)[64], const float (&up)[64], std::int64_t m0, std::int64_t c0,
+///                           const fp4fuse::block_codec<fp4fuse::format::mxfp4<>>& codec,
+///                           const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   float acc[128];  // gate and up of m64n128k16 each: 128 output columns, 4 MXFP4 blocks per row
+///   fp4fuse::interleave_gate_up(gate, up, acc);
+///   fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+/// }
+/// \endcode
+template <int Registers>
+FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Registers], const float (&up)[Registers], float (&acc)[2 * Registers]) {
+  static_assert(Registers % 4 == 0, "interleave_gate_up: a wgmma fragment has 4 registers per n8 tile");
+  FP4FUSE_UNROLL
+  for (int i = 0; i < Registers; ++i) {
+    acc[8 * (i / 4) + i % 4] = gate[i];
+    acc[8 * (i / 4) + 4 + i % 4] = up[i];
+  }
+}
+
+/// Adds a per-column bias to one lane's `mma.sync` accumulators in place, before the epilogue (the
+/// activation then takes the biased gate and up, GPT-OSS): register r of n8 tile n is the tile's
+/// gate/up column 8n + `mma_m16n8_f32_fragment::col(lane, r)`, and gets `bias.add` of that column
+/// (`column_bias` of the tile's first gate/up column: columns past `count` unchanged). Per lane, host
+/// and device.
+/// \code
+/// __device__ void biased(float (&acc)[8][4], const float* d_bias, std::int64_t I, std::int64_t gate_up_col0) {
+///   fp4fuse::add_column_bias(acc, {d_bias + gate_up_col0, 2 * I - gate_up_col0}, static_cast<int>(threadIdx.x % 32));
+/// }
+/// \endcode
+template <int Tiles>
+FP4FUSE_HOST_DEVICE void add_column_bias(float (&acc)[Tiles][4], column_bias bias, int lane) {
+  FP4FUSE_UNROLL
+  for (int n = 0; n < Tiles; ++n) {
+    FP4FUSE_UNROLL
+    for (int r = 0; r < 4; ++r) acc[n][r] = bias.add(acc[n][r], 8 * n + mma_m16n8_f32_fragment::col(lane, r));
+  }
+}
+
+/// The same for one thread's `wgmma` m64nNk16 fragment (`thread` 0..127 of the warpgroup): register
+/// i is the tile's gate/up column `wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i)`.
+/// \code
+/// __device__ void biased(float (&acc)[128], const float* d_bias, std::int64_t I, std::int64_t n0) {
+///   fp4fuse::add_column_bias_wgmma(acc, {d_bias + n0, 2 * I - n0}, static_cast<int>(threadIdx.x % 128));
+/// }
+/// \endcode
+template <int Registers>
+FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_bias bias, int thread) {
+  FP4FUSE_UNROLL
+  for (int i = 0; i < Registers; ++i) acc[i] = bias.add(acc[i], wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i));
 }
 
 /// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
 /// N = 2 * Registers). Warpgroup-collective: all 128 threads call it with the same arguments
 /// (except `acc`); each warp handles its 16 rows through `swiglu_quantize_mma_epilogue`, so the
-/// numerics, bounds checks and scale padding are exactly those of that function.
+/// numerics, bounds checks, scale padding and the returned amax partial are exactly those of that
+/// function.
 ///
 /// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
-/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 32)
+/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
 /// \param act    the gated activation
 /// \param codec  the format's codec, built from the global encode scale S
 /// \param out    the quantized output [M, I] and its scale layout
@@ -257,12 +510,14 @@ FP4FUSE_DEVICE void swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], t
 /// fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, n0}, fp4fuse::activation::swiglu{},
 ///                                                                            codec, out);
 /// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class Format, class Layout>
-FP4FUSE_DEVICE void swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
-                                                   const block_codec<Format>& codec, const quantized_matrix<Format, Layout>& out) {
+template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class CodecFormat, class Format, class Layout>
+FP4FUSE_DEVICE float swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
+                                                    const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
+  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
+                "swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
   static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
   using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
-  swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
+  return swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
                                                      act, codec, out);
 }
 

@@ -1,0 +1,111 @@
+// The padding contract of a tile grid (epilogue/scale_padding.cuh, scale_layout::padded_extent and
+// tiles_to_cover), on the host: a grid of tiles, split in parts as a GEMM's warpgroups split them,
+// each part writing what an epilogue writes inside it, plus write_scale_padding_beyond_grid from
+// every part; then every byte of the scale tensor holds its scale or 0x00, for grids that end
+// short of the padded extent in rows, columns or both.
+#include <fp4fuse/epilogue/scale_padding.cuh>
+#include <fp4fuse/scale_layout.cuh>
+
+#include <algorithm>
+#include <vector>
+
+#include "../test_support.hpp"
+
+namespace {
+
+using fp4fuse::scale_layout::extent;
+
+constexpr std::uint8_t poison = 0xA5, code = 0x11;
+
+/// Runs the grid of `tile` tiles (covering round_up(rows, tile.rows) x round_up(cols, tile.cols)),
+/// each split in `parts` x 1 parts along the rows or 1 x `parts` along the columns, over a poisoned
+/// tensor; returns the number of bytes that are wrong.
+template <class Layout>
+std::size_t run_grid(const Layout& layout, extent tile, int parts, bool split_rows, int threads) {
+  std::vector<std::uint8_t> scales(static_cast<std::size_t>(layout.size_bytes()), poison);
+  const extent covered{(layout.rows + tile.rows - 1) / tile.rows * tile.rows, (layout.scale_cols + tile.cols - 1) / tile.cols * tile.cols};
+  const fp4fuse::scale_tile_grid grid{tile, covered};
+  const extent part_size{split_rows ? tile.rows / parts : tile.rows, split_rows ? tile.cols : tile.cols / parts};
+  const extent padded = fp4fuse::scale_layout::padded_extent(layout);
+  for (std::int64_t r0 = 0; r0 < covered.rows; r0 += tile.rows)
+    for (std::int64_t c0 = 0; c0 < covered.cols; c0 += tile.cols)
+      for (int p = 0; p < parts; ++p) {
+        const fp4fuse::scale_region part{r0 + (split_rows ? p * part_size.rows : 0), c0 + (split_rows ? 0 : p * part_size.cols), part_size};
+        // What the epilogue writes inside the part: the scale in the matrix, 0x00 in the padding.
+        for (std::int64_t r = part.row0; r < part.row0 + part_size.rows; ++r)
+          for (std::int64_t k = part.col0; k < part.col0 + part_size.cols; ++k)
+            if (r < padded.rows && k < padded.cols) scales[static_cast<std::size_t>(layout.offset(r, k))] = layout.is_padding(r, k) ? 0 : code;
+        for (int t = 0; t < threads; ++t) fp4fuse::write_scale_padding_beyond_grid(scales.data(), layout, grid, part, t, threads);
+      }
+  std::size_t bad = 0;
+  for (std::int64_t r = 0; r < padded.rows; ++r)
+    for (std::int64_t k = 0; k < padded.cols; ++k)
+      bad += scales[static_cast<std::size_t>(layout.offset(r, k))] != (layout.is_padding(r, k) ? 0 : code);
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("scale_layout::padded_extent and tiles_to_cover", "[epilogue]") {
+  const fp4fuse::scale_layout::swizzled_128x4 s{1, 5};
+  CHECK(fp4fuse::scale_layout::padded_extent(s).rows == 128);
+  CHECK(fp4fuse::scale_layout::padded_extent(s).cols == 8);
+  CHECK(fp4fuse::scale_layout::tiles_to_cover(s, {64, 2}).rows == 2);
+  CHECK(fp4fuse::scale_layout::tiles_to_cover(s, {64, 2}).cols == 4);
+  CHECK(fp4fuse::scale_layout::tiles_to_cover(s, {128, 8}).cols == 1);
+  const fp4fuse::scale_layout::linear l{37, 6};
+  CHECK(fp4fuse::scale_layout::padded_extent(l).rows == 37);
+  CHECK(fp4fuse::scale_layout::tiles_to_cover(l, {16, 4}).rows == 3);
+  CHECK(fp4fuse::scale_layout::tiles_to_cover(l, {16, 4}).cols == 2);
+}
+
+TEST_CASE("write_scale_padding_beyond_grid: a grid short of the padded extent leaves no byte unwritten", "[epilogue]") {
+  // The example GEMM's tiles: 64 or 128 rows x 1 (32 gate/up columns), 2, 4, 6 or 8 scale columns,
+  // split in two warpgroup parts along the rows (128-row tiles) or the columns (64-row tiles).
+  for (std::int64_t M : {1, 37, 64, 65, 128, 130, 300}) {
+    for (std::int64_t K : {1, 3, 4, 5, 8, 9, 90}) {
+      const fp4fuse::scale_layout::swizzled_128x4 layout{M, K};
+      INFO("M=" << M << " scale columns=" << K);
+      CHECK(run_grid(layout, {64, 1}, 1, true, 128) == 0);
+      CHECK(run_grid(layout, {64, 2}, 2, false, 128) == 0);
+      CHECK(run_grid(layout, {64, 4}, 2, false, 7) == 0);
+      CHECK(run_grid(layout, {64, 8}, 2, false, 128) == 0);
+      CHECK(run_grid(layout, {128, 6}, 2, true, 128) == 0);
+      CHECK(run_grid(layout, {128, 8}, 2, true, 3) == 0);
+      CHECK(run_grid(layout, {16, 1}, 1, true, 32) == 0);
+      // A linear layout has no padding: nothing beyond the grid is written (the grid covers it).
+      CHECK(run_grid(fp4fuse::scale_layout::linear{M, K}, {16, 2}, 2, false, 5) == 0);
+    }
+  }
+}
+
+TEST_CASE("write_scale_padding_beyond_grid: a grid that covers the padded extent writes nothing more", "[epilogue]") {
+  const fp4fuse::scale_layout::swizzled_128x4 layout{130, 5};
+  std::vector<std::uint8_t> scales(static_cast<std::size_t>(layout.size_bytes()), poison);
+  const fp4fuse::scale_tile_grid grid{{128, 4}, {256, 8}};
+  for (std::int64_t r0 = 0; r0 < 256; r0 += 128)
+    for (std::int64_t c0 = 0; c0 < 8; c0 += 4) fp4fuse::write_scale_padding_beyond_grid(scales.data(), layout, grid, {r0, c0, {128, 4}}, 0, 1);
+  for (std::uint8_t b : scales) REQUIRE(b == poison);
+}
+
+TEST_CASE("write_scale_padding_beyond_grid on the output descriptor writes what the layout form writes", "[epilogue]") {
+  for (std::int64_t M : {1, 37, 128, 130}) {
+    for (std::int64_t K : {1, 4, 5, 9}) {
+      const fp4fuse::scale_layout::swizzled_128x4 layout{M, K};
+      INFO("M=" << M << " scale columns=" << K);
+      std::vector<std::uint8_t> by_layout(static_cast<std::size_t>(layout.size_bytes()), poison), by_output = by_layout;
+      const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{nullptr, 16 * K, by_output.data(), layout};
+      const extent tile{64, 2};
+      const fp4fuse::scale_tile_grid grid{tile, {(M + 63) / 64 * 64, (K + 1) / 2 * 2}};
+      for (std::int64_t r0 = 0; r0 < grid.covered.rows; r0 += tile.rows)
+        for (std::int64_t c0 = 0; c0 < grid.covered.cols; c0 += tile.cols) {
+          fp4fuse::write_scale_padding_beyond_grid(by_layout.data(), layout, grid, {r0, c0, tile}, 0, 1);
+          fp4fuse::write_scale_padding_beyond_grid(out, grid, {r0, c0, tile}, 0, 1);
+        }
+      REQUIRE(by_output == by_layout);
+      // 64-row tiles end short of the 128-row padding for M <= 64, 2-block tiles short of 4 blocks for K % 4 in 1..2.
+      const bool short_grid = grid.covered.rows < layout.padded_rows() || grid.covered.cols < layout.padded_cols();
+      CHECK((std::count(by_output.begin(), by_output.end(), std::uint8_t{0}) > 0) == short_grid);
+    }
+  }
+}
