@@ -129,7 +129,20 @@ int main(int argc, char** argv) {
     const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes());
     record("swiglu_quantize gptoss il1", shape_str(m, 4096), gb,
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped{}, g_out, d_S)); }));
+    // G = 1 against G = 8 with the same activation, and the opt-in fast activations (issue 15).
+    record("swiglu_quantize nvfp4 il1 swiglu", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu{}, g_out, d_S)); }));
+    record("swiglu_quantize nvfp4 il8 swiglu_fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+    record("swiglu_quantize nvfp4 il1 swiglu_fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+    record("swiglu_quantize gptoss il1 fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped_fast{}, g_out, d_S)); }));
+    const fp4fuse::quantized_matrix<MX, LIN> mx_g_out{packed, 1024, scales, LIN{m, 64}};
+    record("swiglu_quantize mxfp4 il8 swiglu", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 1024 + double(m) * 64,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));
   }
+  bench_quantize(8192, 4096);
   bench_quantize(4096, 2048);
   bench_swiglu(4096, 1024);
 

@@ -78,6 +78,37 @@ FP4FUSE_HOST_DEVICE float exp_portable(float x) {
   return mul_rn(mul_rn(p, s1), s2);
 }
 
+/// 2^x with the hardware approximation (`ex2.approx.ftz.f32`, MUFU.EX2) on the device, std::exp2 on
+/// the host: the opt-in fast activations' exponential. Not bit-identical between host and device.
+FP4FUSE_HOST_DEVICE float exp2_fast(float x) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return std::exp2(x);
+#endif
+}
+
+/// 1/x with the hardware approximation (`rcp.approx.ftz.f32`, MUFU.RCP) on the device, IEEE 1/x on
+/// the host: the opt-in fast activations' division.
+FP4FUSE_HOST_DEVICE float rcp_fast(float x) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return 1.0f / x;
+#endif
+}
+
+/// x * (1 / (1 + 2^(-x log2 e))) with the fast exp and reciprocal: the sigmoid-weighted x of the
+/// fast activations (silu(x) for slope 1). For x below about -88 the exponential is +Inf and the
+/// result -0 (the exact value is below 1e-36).
+FP4FUSE_HOST_DEVICE float x_sigmoid_fast(float x, float slope_log2e) {
+  return mul_rn(x, rcp_fast(add_rn(1.0f, exp2_fast(mul_rn(x, -slope_log2e)))));
+}
+
 /// 1 / (1 + e^-x), IEEE division.
 FP4FUSE_HOST_DEVICE float sigmoid_portable(float x) { return div_rn(1.0f, add_rn(1.0f, exp_portable(-x))); }
 

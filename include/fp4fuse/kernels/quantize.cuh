@@ -10,6 +10,7 @@
 #include <cuda/cmath>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/fast_block_encode.cuh"
 #include "fp4fuse/detail/kernel_support.cuh"
 #include "fp4fuse/format.cuh"
 #include "fp4fuse/matrix_view.cuh"
@@ -21,109 +22,172 @@ namespace fp4fuse {
 
 namespace detail {
 
-/// Scale blocks per thread. Measured on the H200 (bench/HISTORY.md, first session): one NVFP4 block
-/// per thread beats two (65% vs 48% of copy bandwidth on [16384, 7168]): two blocks need 72-96
-/// registers, and the lost occupancy costs more than the amortised index math saves.
+/// Scale blocks per thread: as many as 128 bytes of input hold (at least one), so that each thread
+/// has eight 16-byte loads in flight and its index arithmetic, the codec's per-tensor constants and
+/// the load of S are shared by up to four blocks. (The first session measured two blocks per
+/// thread slower than one, HISTORY.md: that version held every block as 16 floats, 72-96
+/// registers; these keep the loaded words and convert one block at a time.)
 template <class Format>
-inline constexpr int blocks_per_thread = 1;
+constexpr int blocks_per_thread_for(int input_bytes_per_block) {
+  return input_bytes_per_block >= 128 ? 1 : input_bytes_per_block >= 64 ? 2 : 4;
+}
 
-/// Where a thread works: `row`, first scale column `col0` of its group of `blocks_per_thread`.
+/// Lanes of a warp: a warp owns 32 * P consecutive scale columns of one row (a "column tile"), lane
+/// l the columns tile_start + l + 32 p, p < P, so that every load and store instruction of the warp
+/// touches consecutive blocks (coalesced, as with one block per thread).
+inline constexpr int lanes = 32;
+
+/// Where a thread works: `row`, and its first scale column `col0`; its blocks are col0 + 32 p.
 struct thread_position {
   cuda::std::uint32_t row, col0;
 };
 
-/// The thread's position in the padded scale extent, grouped by `group` columns; false when the
-/// thread has nothing to do.
-FP4FUSE_DEVICE bool locate(fast_div groups_per_row, cuda::std::uint32_t total, int group, thread_position& pos) {
+/// The thread's position: warps enumerate (row, column tile) pairs of the padded scale extent,
+/// `tiles_per_row` tiles of 32 * P columns per row; false past the last warp's threads.
+FP4FUSE_DEVICE bool locate(fast_div tiles_per_row, cuda::std::uint32_t total, int P, thread_position& pos) {
   const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) {
     return false;
   }
-  pos.row = groups_per_row(idx);
-  pos.col0 = (idx - pos.row * groups_per_row.divisor) * group;
+  const cuda::std::uint32_t warp = idx / lanes;
+  pos.row = tiles_per_row(warp);
+  pos.col0 = (warp - pos.row * tiles_per_row.divisor) * (lanes * P) + idx % lanes;
   return true;
 }
 
-/// The body every quantizing kernel shares: the thread owns `blocks_per_thread` scale columns of
-/// one row. `source.load(p, col)` fetches block p's inputs (all loads are issued before any store:
-/// the stores may alias the input as far as the compiler knows, so loads issued after them would
-/// wait, leaving one block in flight per thread); `source.values(p, x)` turns them into the floats
-/// to quantize. Padding scale positions get 0x00.
-template <class Format, class Layout, class Source>
+/// Byte distance in the scale tensor between columns c and c + 32 of one row, for the layouts where
+/// it does not depend on c (linear: 32; swizzled_128x4: 8 tiles of 512 bytes); 0 for other
+/// layouts, whose offsets are computed block by block.
+template <class Layout>
+inline constexpr cuda::std::int64_t scale_stride_32 = cuda::std::is_same_v<Layout, scale_layout::linear>           ? 32
+                                                      : cuda::std::is_same_v<Layout, scale_layout::swizzled_128x4> ? 8 * 512
+                                                                                                                     : 0;
+
+/// The body every quantizing kernel shares: the thread owns the P scale columns col0 + 32 p of one
+/// row. `source.load(p)` fetches block p's inputs (all loads are issued before any store: the
+/// stores may alias the input as far as the compiler knows, so loads issued after them would wait);
+/// `source.quantize(codec, p)` returns the block quantized exactly as `codec.quantize` of its
+/// values would (detail::quantize_block_fast). Padding scale positions get 0x00.
+template <int P, class Format, class Layout, class Source>
 FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>& out, thread_position pos,
                                           const float* global_encode_scale, Source& source) {
   using codec_t = block_codec<Format>;
   constexpr int B = Format::block_size;
-  constexpr int P = blocks_per_thread<Format>;
   const Layout& layout = out.layout;
+  // 32-bit column arithmetic: the launchers keep padded_cols below 2^31.
+  const auto padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
   bool valid[P];
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
-    valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
+    const cuda::std::uint32_t col = pos.col0 + lanes * p;
+    // Beyond padded_cols (the row's last tile) there is nothing to load or write.
+    if constexpr (scale_stride_32<Layout> != 0) {
+      // Their padding is row >= rows or column >= scale_cols (32-bit: the grid is).
+      valid[p] = pos.row < static_cast<cuda::std::uint32_t>(layout.rows) && col < static_cast<cuda::std::uint32_t>(layout.scale_cols);
+    } else {
+      valid[p] = col < padded_cols && !layout.is_padding(pos.row, col);
+    }
     if (valid[p]) {
-      source.load(p, pos.col0 + p);
+      source.load(p);
     }
   }
+  if (pos.col0 >= padded_cols) {
+    return;
+  }
   const codec_t codec(Format::has_global_scale ? *global_encode_scale : 1.0f);
-  cuda::std::uint8_t* out_row = out.packed + pos.row * out.ld_packed;
+  cuda::std::uint8_t* packed_out = out.packed + pos.row * out.ld_packed + pos.col0 * (B / 2);
+  cuda::std::uint8_t* scale_base = out.scales + layout.offset(pos.row, pos.col0);
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    const cuda::std::uint32_t col = pos.col0 + p;
-    if (col >= layout.padded_cols()) {
+    if (pos.col0 + lanes * p >= padded_cols) {
       break;
     }
-    cuda::std::uint8_t* scale_out = out.scales + layout.offset(pos.row, col);
+    cuda::std::uint8_t* scale_out =
+        scale_stride_32<Layout> != 0 ? scale_base + p * scale_stride_32<Layout> : out.scales + layout.offset(pos.row, pos.col0 + lanes * p);
     if (!valid[p]) {
       *scale_out = 0;
       continue;
     }
-    float x[B];
-    source.values(p, x);
-    const auto block = codec.quantize(x);
+    const auto block = source.quantize(codec, p);
     *scale_out = block.scale;
-    store_words(out_row + col * (B / 2), block.packed);
+    store_words(packed_out + p * (lanes * B / 2), block.packed);
   }
 }
 
-/// quantize's source: B contiguous elements per block, converted to float.
+/// quantize's source: B contiguous elements per block, kept as the loaded words until the block is
+/// quantized.
 template <class T, int B, int P>
 struct matrix_blocks {
-  // A constructor rather than aggregate initialisation, which would zero x on the hot path.
-  FP4FUSE_DEVICE explicit matrix_blocks(const T* row_start) : row(row_start) {}
-  const T* row;
-  float x[P][B];
-  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) { load_floats(row + col * B, x[p]); }
-  FP4FUSE_DEVICE void values(int p, float (&out)[B]) const {
+  static constexpr int words = B * static_cast<int>(sizeof(T)) / 4;
+  // A constructor rather than aggregate initialisation, which would zero the words on the hot path.
+  FP4FUSE_DEVICE explicit matrix_blocks(const T* first_block) : first(first_block) {}
+  const T* first;
+  cuda::std::uint32_t raw[P][words];
+  FP4FUSE_DEVICE void load(int p) {
+    const uint4* v = reinterpret_cast<const uint4*>(first + p * (lanes * B));
     FP4FUSE_UNROLL
-    for (int i = 0; i < B; ++i) {
-      out[i] = x[p][i];
+    for (int i = 0; i < words / 4; ++i) {
+      const uint4 r = load_once(v + i);
+      raw[p][4 * i] = r.x;
+      raw[p][4 * i + 1] = r.y;
+      raw[p][4 * i + 2] = r.z;
+      raw[p][4 * i + 3] = r.w;
+    }
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+    constexpr int per_word = sizeof(T) == 2 ? 2 : 1;
+    float x[B];
+    FP4FUSE_UNROLL
+    for (int w = 0; w < words; ++w) {
+      unpack_word(raw[p][w], T{}, &x[w * per_word]);
+    }
+    if constexpr (sizeof(T) == 2) {
+      // The amax from the magnitude bits (exact: every 16-bit value is exact in float); NaN or
+      // Inf anywhere gives a non-finite amax.
+      const cuda::std::uint32_t m = max_magnitude_bits16<words>(raw[p]);
+      float amax;
+      if constexpr (cuda::std::is_same_v<T, __nv_bfloat16>) {
+        amax = bits_float(m << 16);
+      } else {
+        amax = __half2float(__ushort_as_half(static_cast<unsigned short>(m)));
+      }
+      return quantize_block_fast(codec, x, amax, [&](int w, const float*) { return sign_bytes_of_halves(&raw[p][4 * w]); });
+    } else {
+      return quantize_block_fast(codec, x, amax_or_nonfinite(x), [](int, const float* y) { return sign_bytes_of_floats(y); });
     }
   }
 };
 
-template <class Format, class Layout, class T>
+template <int P, class Format, class Layout, class T>
 __global__ void __launch_bounds__(256) quantize_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
                                                        const float* global_encode_scale, fast_div groups_per_row,
                                                        cuda::std::uint32_t total) {
   thread_position pos;
-  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  matrix_blocks<T, Format::block_size, blocks_per_thread<Format>> source(in.data + pos.row * in.ld);
-  quantize_owned_blocks(out, pos, global_encode_scale, source);
+  matrix_blocks<T, Format::block_size, P> source(in.data + pos.row * in.ld + pos.col0 * Format::block_size);
+  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
-/// The grid of the quantizing kernels: one thread per `group` scale columns of the layout's padded
-/// extent (so every padding byte is written); a failure in `c` past 31-bit indexing.
+/// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) once
+/// there are enough blocks for two waves of such threads on a large GPU, one block per thread
+/// below, where more, thinner threads hide latency better (measured on the H200, bench/HISTORY.md,
+/// sixth session: [128..4096, 2048..7168] ran 1.2-1.4x slower with four blocks per thread).
+inline int blocks_per_thread_at(cuda::std::int64_t blocks, int wide) { return blocks >= (cuda::std::int64_t{1} << 20) ? wide : 1; }
+
+/// The grid of the quantizing kernels: a warp per tile of 32 * P scale columns of the layout's
+/// padded extent (so every padding byte is written; `locate`); a failure in `c` past 31-bit
+/// indexing.
 template <class Layout>
-inline void grid_extent(checker& c, const Layout& layout, int group, cuda::std::uint32_t& groups_per_row, cuda::std::uint32_t& total) {
-  const cuda::std::int64_t groups = cuda::ceil_div(layout.padded_cols(), cuda::std::int64_t{group});
-  c.grid(layout.padded_rows() * groups, "padded rows x scale columns of the output layout");
+inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint32_t& tiles_per_row, cuda::std::uint32_t& total) {
+  const cuda::std::int64_t tiles = cuda::ceil_div(layout.padded_cols(), cuda::std::int64_t{lanes} * P);
+  c.grid(layout.padded_rows() * tiles * lanes, "padded rows x scale columns of the output layout, in tiles of 32 x blocks per thread");
   c.grid(layout.padded_cols(), "padded scale columns of the output layout");
   if (c) {
-    groups_per_row = static_cast<cuda::std::uint32_t>(groups);
-    total = static_cast<cuda::std::uint32_t>(layout.padded_rows() * groups);
+    tiles_per_row = static_cast<cuda::std::uint32_t>(tiles);
+    total = static_cast<cuda::std::uint32_t>(layout.padded_rows() * tiles * lanes);
   }
 }
 
@@ -159,11 +223,14 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
             "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
             static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  if (c) detail::grid_extent(c, out.layout, detail::blocks_per_thread<Format>, groups_per_row, total);
+  constexpr int wide = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  const int P = detail::blocks_per_thread_at(out.layout.padded_rows() * out.layout.padded_cols(), wide);
+  if (c) detail::grid_extent(c, out.layout, P, groups_per_row, total);
   if (!c) return c.outcome();
   if (in.rows == 0) return {};
-  return detail::launch(&detail::quantize_kernel<Format, Layout, E>, cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize",
-                        matrix_view<const E>{in.data, in.rows, in.cols, in.ld}, out, global_encode_scale,
+  const matrix_view<const E> input{in.data, in.rows, in.cols, in.ld};
+  return detail::launch(P == 1 ? &detail::quantize_kernel<1, Format, Layout, E> : &detail::quantize_kernel<wide, Format, Layout, E>,
+                        cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out, global_encode_scale,
                         detail::fast_div(groups_per_row), total);
 }
 

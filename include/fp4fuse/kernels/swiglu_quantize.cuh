@@ -65,33 +65,47 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
   }
 }
 
-/// swiglu_quantize's source: the gate and up runs of each block, activated on demand.
+/// swiglu_quantize's source: the gate and up runs of each block, activated when the block is
+/// quantized.
 template <class GateUp, class Activation, class Intermediate, class T, int B, int P>
 struct gate_up_blocks {
   // Not an aggregate: aggregate initialisation would zero gate and up on the hot path.
-  FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::int64_t cols, const Activation& activation)
-      : row(row_start), I(cols), act(activation) {}
+  FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::uint32_t first_col, cuda::std::int64_t cols, const Activation& activation)
+      : row(row_start), col0(first_col), I(cols), act(activation) {}
   const T* row;
+  cuda::std::uint32_t col0;
   cuda::std::int64_t I;
   const Activation& act;
   float gate[P][B], up[P][B];
-  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) {
-    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col) * B, I, gate[p], up[p]);
+  FP4FUSE_DEVICE void load(int p) {
+    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col0 + lanes * p) * B, I, gate[p], up[p]);
   }
-  FP4FUSE_DEVICE void values(int p, float (&h)[B]) const { activate<Intermediate>(act, gate[p], up[p], h); }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+    float h[B];
+    activate<Intermediate>(act, gate[p], up[p], h);
+    return quantize_block_fast(codec, h, amax_or_nonfinite(h), [](int, const float* y) { return sign_bytes_of_floats(y); });
+  }
 };
+
+/// One block per thread: the activation makes this kernel issue-bound, where more warps in flight
+/// matter more than shared index arithmetic (measured on the H200, bench/HISTORY.md, sixth session:
+/// two blocks per thread ran at 38% of copy bandwidth against 52% with one).
+template <class Format, class T>
+inline constexpr int swiglu_blocks_per_thread = 1;
 
 template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
 __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
                                                               const float* global_encode_scale, Activation act, fast_div groups_per_row,
                                                               cuda::std::uint32_t total) {
+  constexpr int P = swiglu_blocks_per_thread<Format, T>;
   thread_position pos;
-  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, blocks_per_thread<Format>> source(
-      gate_up.data + pos.row * gate_up.ld, out.cols(), act);
-  quantize_owned_blocks(out, pos, global_encode_scale, source);
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P> source(gate_up.data + pos.row * gate_up.ld, pos.col0,
+                                                                                   out.cols(), act);
+  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
 template <class Out, class GateUp, class Activation, class T>
@@ -160,7 +174,7 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
   c.template global_scale<Format>(global_encode_scale);
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  if (c) detail::grid_extent(c, out.layout, detail::blocks_per_thread<Format>, groups_per_row, total);
+  if (c) detail::grid_extent(c, out.layout, detail::swiglu_blocks_per_thread<Format, E>, groups_per_row, total);
   if (!c) return c.outcome();
   if (out.rows() == 0) return {};
   return detail::launch(&detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
