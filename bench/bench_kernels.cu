@@ -138,6 +138,23 @@ int main(int argc, char** argv) {
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
     record("swiglu_quantize gptoss il1 fast", shape_str(m, 4096), gb,
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped_fast{}, g_out, d_S)); }));
+    {
+      // Measurement only: the same kernel with two blocks per thread (the launcher uses one).
+      std::uint32_t tiles = 0, total = 0;
+      fp4fuse::detail::checker c("bench");
+      fp4fuse::detail::grid_extent(c, g_out.layout, 2, tiles, total);
+      const in_view guv{x, m, 4096, 4096};
+      record("swiglu_quantize il8 swiglu_fast, 2 blocks/thread", shape_str(m, 4096), gb, time_us([&] {
+               fp4fuse::detail::swiglu_quantize_kernel<2, NV, SW, IL8, fp4fuse::activation::swiglu_fast, fp4fuse::intermediate::fp32, __nv_bfloat16>
+                   <<<(total + 255) / 256, 256>>>(guv, g_out, d_S, fp4fuse::activation::swiglu_fast{}, fp4fuse::detail::fast_div(tiles), total);
+               CHECK_CUDA(cudaGetLastError());
+             }));
+      record("swiglu_quantize il8 swiglu, 2 blocks/thread", shape_str(m, 4096), gb, time_us([&] {
+               fp4fuse::detail::swiglu_quantize_kernel<2, NV, SW, IL8, fp4fuse::activation::swiglu, fp4fuse::intermediate::fp32, __nv_bfloat16>
+                   <<<(total + 255) / 256, 256>>>(guv, g_out, d_S, fp4fuse::activation::swiglu{}, fp4fuse::detail::fast_div(tiles), total);
+               CHECK_CUDA(cudaGetLastError());
+             }));
+    }
     const fp4fuse::quantized_matrix<MX, LIN> mx_g_out{packed, 1024, scales, LIN{m, 64}};
     record("swiglu_quantize mxfp4 il8 swiglu", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 1024 + double(m) * 64,
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));

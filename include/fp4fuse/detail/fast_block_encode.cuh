@@ -61,17 +61,20 @@ FP4FUSE_DEVICE sign_bytes sign_bytes_of_halves(const cuda::std::uint32_t* w) {
   return {prmt(a, c, 0x5410u), prmt(a, c, 0x7632u)};
 }
 
-/// 2^23 + code(|y|) for a y that is not NaN: `e2m1_magnitude_code_magic` without the NaN-propagating
-/// min (the same roundings, so the same code). `Clamp` false drops the min with 2^23 + 7, which
-/// only matters for |y| >= 7 (below, the upper segment v/2 + 4 rounds to at most 7).
+/// bits(2^23 + code(|y|)) for a y that is not NaN: the roundings of `e2m1_magnitude_code_magic`,
+/// with the minimum taken over the candidates' bit patterns (positive floats order as unsigned
+/// integers: one 3-input VIMNMX3 instead of two or three FMNMX). `Clamp` bounds |y| by 6.5 first
+/// (every |y| >= 5 has code 7, so the code is unchanged and the upper segment stays <= 2^23 + 7);
+/// without it |y| must be below 7 (where v/2 + 4 rounds to at most 7).
 template <bool Clamp>
 FP4FUSE_DEVICE cuda::std::uint32_t e2m1_magnitude_bits_not_nan(float y) {
   constexpr float kRound = 8388608.0f;
-  const float v = fabsf(y);
-  const float lower = fmaf(v, 2.0f, kRound);
-  const float middle = v + (kRound + 2.0f);
-  const float upper = fmaf(v, 0.5f, kRound + 4.0f);
-  return float_bits(fminf(fminf(lower, middle), Clamp ? fminf(upper, kRound + 7.0f) : upper));
+  const float v = Clamp ? fminf(fabsf(y), 6.5f) : fabsf(y);
+  const cuda::std::uint32_t lower = float_bits(fmaf(v, 2.0f, kRound));
+  const cuda::std::uint32_t middle = float_bits(v + (kRound + 2.0f));
+  const cuda::std::uint32_t upper = float_bits(fmaf(v, 0.5f, kRound + 4.0f));
+  const cuda::std::uint32_t lm = lower < middle ? lower : middle;
+  return lm < upper ? lm : upper;
 }
 
 /// The E2M1 magnitude codes of 8 values that are not NaN (and, unless `Clamp`, below 7 in
@@ -162,12 +165,13 @@ FP4FUSE_DEVICE typename Codec::block_type quantize_block_fast(const Codec& codec
   }
   typename Codec::block_type b;
   b.scale = s.code;
-  // |y| <= fl(amax * multiplier) (rounding is monotonic): below 7 the clamp to code 7 cannot act.
-  // For NVFP4 that holds for every block whose E4M3 scale is a normal number (|y| <= 6 * 17/16),
-  // so in practice the whole warp takes the same side.
-  // MXFP4's power-of-two scales leave fl(amax * multiplier) anywhere in [4, 8): there the test
-  // would split warps, and every block takes the clamped encoder.
-  if (Codec::format_type::has_global_scale && __fmul_rn(amax, s.multiplier) < 7.0f) {
+  // |y| <= fl(amax * multiplier) (rounding is monotonic): below 7 the clamp cannot act. For NVFP4
+  // that holds for every block whose E4M3 scale is normal and not saturated (|y| <= 6 * 17/16).
+  // The choice is made for the whole warp (a vote), so that a warp whose blocks disagree runs one
+  // encoder, not both; either encoder gives the same bits where both apply. MXFP4's power-of-two
+  // scales leave fl(amax * multiplier) anywhere in [4, 8): it always clamps.
+  const bool below_7 = Codec::format_type::has_global_scale && __fmul_rn(amax, s.multiplier) < 7.0f;
+  if (__all_sync(__activemask(), below_7)) {
     encode_words_not_nan<false>(x, s.multiplier, signs, b.packed);
   } else {
     encode_words_not_nan<true>(x, s.multiplier, signs, b.packed);

@@ -94,11 +94,10 @@ struct gate_up_blocks {
 template <class Format, class T>
 inline constexpr int swiglu_blocks_per_thread = 1;
 
-template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
 __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
                                                               const float* global_encode_scale, Activation act, fast_div groups_per_row,
                                                               cuda::std::uint32_t total) {
-  constexpr int P = swiglu_blocks_per_thread<Format, T>;
   thread_position pos;
   if (!locate(groups_per_row, total, P, pos)) {
     return;
@@ -177,7 +176,7 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   if (c) detail::grid_extent(c, out.layout, detail::swiglu_blocks_per_thread<Format, E>, groups_per_row, total);
   if (!c) return c.outcome();
   if (out.rows() == 0) return {};
-  return detail::launch(&detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
+  return detail::launch(&detail::swiglu_quantize_kernel<detail::swiglu_blocks_per_thread<Format, E>, Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
                         256, stream, "fp4fuse::swiglu_quantize", matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld},
                         out, global_encode_scale, act, detail::fast_div(groups_per_row), total);
 }
