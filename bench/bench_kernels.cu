@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -160,6 +161,28 @@ int main(int argc, char** argv) {
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));
   }
   bench_quantize(8192, 4096);
+  {
+    // Per-row (per-token) global scales beside the per-tensor form (issue 15): same bytes moved
+    // plus the [M] floats of row scales.
+    float* row_S = nullptr;
+    CHECK_CUDA(cudaMalloc(&row_S, 16384 * 4));
+    for (auto [m, k] : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}}) {
+      const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
+      record("quantize nvfp4 bf16 swizzled per-row S", shape_str(m, k), quantize_bytes(m, k, 16) + 4.0 * m,
+             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, out, fp4fuse::global_scale::per_row{row_S})); }));
+    }
+    const std::int64_t m = 16384;
+    const in_view gu{x, m, 4096, 4096};
+    const fp4fuse::quantized_matrix<NV, SW> g_out{packed, 1024, scales, SW{m, 128}};
+    const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes()) + 4.0 * m;
+    record("swiglu_quantize il8 swiglu per-row S", shape_str(m, 4096), gb, time_us([&] {
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+           }));
+    record("swiglu_quantize il8 swiglu_fast per-row S", shape_str(m, 4096), gb, time_us([&] {
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+           }));
+    CHECK_CUDA(cudaFree(row_S));
+  }
   bench_quantize(4096, 2048);
   bench_swiglu(4096, 1024);
 

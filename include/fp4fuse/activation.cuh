@@ -8,8 +8,8 @@
 /// not compile with --use_fast_math (it replaces the IEEE division and flushes subnormals).
 ///
 /// The opt-in fast ones (`swiglu_fast`, `swiglu_clamped_fast`) compute what kernels compiled with
-/// fast math do: the hardware `ex2.approx.ftz` and `rcp.approx.ftz` on the device (a few ulp from
-/// the exact value, bound in docs/NUMERICS.md, tested in tests/activation.cu), std::exp2 and IEEE
+/// fast math do: the hardware `ex2.approx.ftz` and `rcp.approx.ftz` on the device (relative error
+/// bound in docs/NUMERICS.md, measured in tests/activation.cu), std::exp2 and IEEE
 /// division on the host. Host and device are NOT bit-identical for them, and their NVFP4 codes
 /// differ from the exact activations' in a small fraction of elements (measured in
 /// tests/kernels/swiglu_quantize.cu, reported in docs/NUMERICS.md).

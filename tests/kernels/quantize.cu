@@ -3,6 +3,9 @@
 #include <fp4fuse/kernels/dequantize.cuh>
 #include <fp4fuse/kernels/quantize.cuh>
 
+#include <algorithm>
+#include <string>
+
 #include "kernel_test_support.cuh"
 
 using namespace fp4fuse_test;
@@ -190,5 +193,98 @@ TEST_CASE("quantize [gpu]: NVFP4 vllm recipe through the kernel equals the devic
       }
       CHECK(scale_bad == 0);
     }
+  }
+}
+
+namespace {
+
+/// Host twin of the per-row quantize: S_r from each row's amax (NaN ignored), the blocks with it.
+template <class Format, class Layout, class T>
+void host_quantize_per_row(const std::vector<T>& in, std::int64_t rows, std::int64_t cols, std::int64_t ld_in, std::int64_t ld_out,
+                           std::vector<unsigned char>& packed, std::vector<unsigned char>& scales, std::vector<float>& row_S) {
+  constexpr int B = Format::block_size;
+  const Layout layout{rows, cols / B};
+  packed.assign(static_cast<std::size_t>(rows * ld_out), poison);
+  scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0x00);
+  row_S.assign(static_cast<std::size_t>(rows), 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float amax = 0.0f;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float v = std::fabs(as_float(in[static_cast<std::size_t>(r * ld_in + c)]));
+      if (!std::isnan(v)) amax = std::max(amax, v);
+    }
+    const float S = fp4fuse::nvfp4_global_encode_scale(amax);
+    row_S[static_cast<std::size_t>(r)] = S;
+    const fp4fuse::block_codec<Format> codec(S);
+    for (std::int64_t b = 0; b < cols / B; ++b) {
+      float x[B];
+      for (int i = 0; i < B; ++i) x[i] = as_float(in[static_cast<std::size_t>(r * ld_in + b * B + i)]);
+      const auto q = codec.quantize(x);
+      scales[static_cast<std::size_t>(layout.offset(r, b))] = q.scale;
+      std::memcpy(&packed[static_cast<std::size_t>(r * ld_out + b * B / 2)], q.packed, sizeof q.packed);
+    }
+  }
+}
+
+template <class Format, class Layout, class T>
+void check_quantize_per_row(const char* salt) {
+  auto g = rng(salt);
+  const shape row_shapes[] = {{1, 16, 0}, {3, 48, 0}, {130, 80, 16}, {257, 272, 0}, {129, 2064, 24}, {64, 7168, 0}, {5, 8192, 8}};
+  for (const shape& s : row_shapes) {
+    const std::int64_t ld_in = s.cols + s.ld_extra;
+    const std::int64_t ld_out = s.cols / 2 + (s.ld_extra ? 16 : 0);
+    // Rows of different magnitudes (2^-20 .. 2^20): each row's scale differs from the tensor's.
+    const std::vector<T> in = to_elements<T>(make_matrix(s.rows, s.cols, ld_in, g));
+    const Layout layout{s.rows, s.cols / 16};
+    device_buffer d_in(in.size() * sizeof(T)), d_out(static_cast<std::size_t>(s.rows * ld_out)),
+        d_scales(static_cast<std::size_t>(layout.size_bytes())), d_rs(static_cast<std::size_t>(s.rows) * 4);
+    d_in.upload(in.data(), in.size() * sizeof(T));
+    const fp4fuse::result r = fp4fuse::quantize(fp4fuse::matrix_view<const T>{d_in.as<T>(), s.rows, s.cols, ld_in},
+                                                fp4fuse::quantized_matrix<Format, Layout>{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout},
+                                                fp4fuse::global_scale::per_row{d_rs.as<float>()});
+    INFO(salt << " " << type_name<T>() << " M=" << s.rows << " K=" << s.cols << ": " << r.message());
+    REQUIRE(static_cast<bool>(r));
+    FP4FUSE_TEST_LAUNCHED();
+    std::vector<unsigned char> want_packed, want_scales;
+    std::vector<float> want_S;
+    host_quantize_per_row<Format, Layout>(in, s.rows, s.cols, ld_in, ld_out, want_packed, want_scales, want_S);
+    std::vector<unsigned char> want_rs(static_cast<std::size_t>(s.rows) * 4);
+    std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
+    CHECK(d_out.download() == want_packed);
+    CHECK(d_scales.download() == want_scales);
+    CHECK(d_rs.download() == want_rs);
+    CHECK(d_out.guard_intact());
+    CHECK(d_scales.guard_intact());
+    CHECK(d_rs.guard_intact());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantize [gpu]: per-row global scales equal the host composition, every byte and every row scale checked",
+          "[gpu][quantize]") {
+  check_quantize_per_row<format::nvfp4<>, scale_layout::swizzled_128x4, __nv_bfloat16>("q row sw bf16");
+  check_quantize_per_row<format::nvfp4<>, scale_layout::linear, __half>("q row lin f16");
+  check_quantize_per_row<format::nvfp4<recipe::vllm>, scale_layout::swizzled_128x4, __nv_bfloat16>("q row vllm");
+}
+
+TEST_CASE("quantize [gpu]: per-row global scales refuse what they cannot do, writing nothing", "[gpu][quantize]") {
+  using F = format::nvfp4<>;
+  using L = scale_layout::swizzled_128x4;
+  const std::int64_t rows = 4, cols = 16384 + 64;  // 1028 scale columns > 1024 per CTA
+  device_buffer d_in(static_cast<std::size_t>(rows * cols) * 2), d_out(static_cast<std::size_t>(rows * cols / 2)),
+      d_scales(static_cast<std::size_t>(L{rows, cols / 16}.size_bytes())), d_rs(static_cast<std::size_t>(rows) * 4);
+  const fp4fuse::matrix_view<const __nv_bfloat16> in{d_in.as<__nv_bfloat16>(), rows, cols, cols};
+  const fp4fuse::quantized_matrix<F, L> out{d_out.as<std::uint8_t>(), cols / 2, d_scales.as<std::uint8_t>(), L{rows, cols / 16}};
+  const fp4fuse::result too_long = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_rs.as<float>()});
+  INFO(too_long.message());
+  CHECK(too_long.code == fp4fuse::status::bad_shape);
+  CHECK(std::string(too_long.message()).find("on chip") != std::string::npos);
+  const fp4fuse::result null_scales = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{nullptr});
+  CHECK(null_scales.code == fp4fuse::status::null_pointer);
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  for (const device_buffer* b : {&d_out, &d_scales, &d_rs}) {
+    const std::vector<unsigned char> bytes = b->download();
+    CHECK(std::count(bytes.begin(), bytes.end(), poison) == static_cast<std::ptrdiff_t>(bytes.size()));
   }
 }

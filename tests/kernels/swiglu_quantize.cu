@@ -274,3 +274,82 @@ TEST_CASE("swiglu_quantize [gpu]: the fast activations equal the device activati
   check_fast_activation<gate_up::split_gate_first>(activation::swiglu_fast{}, activation::swiglu{}, "fast silu split");
   check_fast_activation<gate_up::interleaved<1>>(activation::swiglu_clamped_fast{}, activation::swiglu_clamped{}, "fast gptoss il1");
 }
+
+namespace {
+
+/// Per-row global scales through swiglu_quantize against the host composition: h per element,
+/// S_r from the row's max |h| (NaN ignored), each block with block_codec(S_r).
+template <class GateUp, class Intermediate, class Activation, class T = __nv_bfloat16>
+void check_swiglu_per_row(const Activation& act, const char* salt) {
+  using F = format::nvfp4<>;
+  using L = scale_layout::swizzled_128x4;
+  auto g = rng(salt);
+  for (const shape& s : shapes) {
+    if (s.I % fp4fuse::detail::granule_of<GateUp> != 0) continue;
+    const std::int64_t ld_in = 2 * s.I + s.ld_extra;
+    const std::int64_t ld_out = s.I / 2 + (s.ld_extra ? 16 : 0);
+    const std::vector<T> in = to_elements<T>(make_matrix(s.rows, 2 * s.I, ld_in, g, 3.0f));
+    const std::vector<float> h = host_activation<GateUp, Activation, Intermediate>(in, s, ld_in, act);
+    const L layout{s.rows, s.I / 16};
+    device_buffer d_in(in.size() * sizeof(T)), d_out(static_cast<std::size_t>(s.rows * ld_out)),
+        d_scales(static_cast<std::size_t>(layout.size_bytes())), d_rs(static_cast<std::size_t>(s.rows) * 4);
+    d_in.upload(in.data(), in.size() * sizeof(T));
+    const fp4fuse::result r = fp4fuse::swiglu_quantize<GateUp, Intermediate>(
+        fp4fuse::matrix_view<const T>{d_in.as<T>(), s.rows, 2 * s.I, ld_in}, act,
+        fp4fuse::quantized_matrix<F, L>{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout},
+        fp4fuse::global_scale::per_row{d_rs.as<float>()});
+    INFO(salt << " M=" << s.rows << " I=" << s.I << ": " << r.message());
+    REQUIRE(static_cast<bool>(r));
+    FP4FUSE_TEST_LAUNCHED();
+    std::vector<unsigned char> want_packed(static_cast<std::size_t>(s.rows * ld_out), poison);
+    std::vector<unsigned char> want_scales(static_cast<std::size_t>(layout.size_bytes()), 0);
+    std::vector<float> want_S(static_cast<std::size_t>(s.rows));
+    for (std::int64_t row = 0; row < s.rows; ++row) {
+      float amax = 0.0f;
+      for (std::int64_t c = 0; c < s.I; ++c) {
+        const float v = std::fabs(h[static_cast<std::size_t>(row * s.I + c)]);
+        if (!std::isnan(v)) amax = std::max(amax, v);
+      }
+      const float S = fp4fuse::nvfp4_global_encode_scale(amax);
+      want_S[static_cast<std::size_t>(row)] = S;
+      const fp4fuse::block_codec<F> codec(S);
+      for (std::int64_t b = 0; b < s.I / 16; ++b) {
+        float x[16];
+        for (int i = 0; i < 16; ++i) x[i] = h[static_cast<std::size_t>(row * s.I + b * 16 + i)];
+        const auto q = codec.quantize(x);
+        want_scales[static_cast<std::size_t>(layout.offset(row, b))] = q.scale;
+        std::memcpy(&want_packed[static_cast<std::size_t>(row * ld_out + b * 8)], q.packed, 8);
+      }
+    }
+    std::vector<unsigned char> want_rs(want_S.size() * 4);
+    std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
+    CHECK(d_out.download() == want_packed);
+    CHECK(d_scales.download() == want_scales);
+    CHECK(d_rs.download() == want_rs);
+    CHECK(d_out.guard_intact());
+    CHECK(d_scales.guard_intact());
+    CHECK(d_rs.guard_intact());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("swiglu_quantize [gpu]: per-row global scales equal the host composition, every byte and row scale checked", "[gpu][swiglu]") {
+  check_swiglu_per_row<gate_up::interleaved<8>, intermediate::fp32>(activation::swiglu{}, "row il8");
+  check_swiglu_per_row<gate_up::interleaved<1>, intermediate::fp32>(activation::swiglu_clamped{}, "row gptoss");
+  check_swiglu_per_row<gate_up::split_gate_first, intermediate::bf16, activation::swiglu, __half>(activation::swiglu{}, "row split bf16 f16");
+  // I beyond what one CTA holds (512 blocks): refused, nothing written.
+  const std::int64_t rows = 2, I = 8192 + 64;
+  device_buffer d_in(static_cast<std::size_t>(rows * 2 * I) * 2), d_out(static_cast<std::size_t>(rows * I / 2)),
+      d_scales(static_cast<std::size_t>(scale_layout::swizzled_128x4{rows, I / 16}.size_bytes())), d_rs(8);
+  const fp4fuse::result r = fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(
+      fp4fuse::matrix_view<const __nv_bfloat16>{d_in.as<__nv_bfloat16>(), rows, 2 * I, 2 * I}, activation::swiglu{},
+      fp4fuse::quantized_matrix<format::nvfp4<>, scale_layout::swizzled_128x4>{d_out.as<std::uint8_t>(), I / 2, d_scales.as<std::uint8_t>(), {rows, I / 16}},
+      fp4fuse::global_scale::per_row{d_rs.as<float>()});
+  CHECK(r.code == fp4fuse::status::bad_shape);
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  for (const device_buffer* b : {&d_out, &d_scales, &d_rs}) {
+    const std::vector<unsigned char> bytes = b->download();
+    CHECK(std::count(bytes.begin(), bytes.end(), poison) == static_cast<std::ptrdiff_t>(bytes.size()));
+  }
+}

@@ -7,12 +7,15 @@
 /// amax in registers, one 8- or 16-byte store. The grid covers the scale layout's padded extent, so
 /// every padding scale byte is written as 0x00 by the thread that owns it. The NVFP4 global encode
 /// scale is read from device memory (the launch can be captured in a CUDA graph).
+#include <cub/block/block_reduce.cuh>
 #include <cuda/cmath>
+#include <cuda/functional>
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/fast_block_encode.cuh"
 #include "fp4fuse/detail/kernel_support.cuh"
 #include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/scale_layout.cuh"
@@ -116,7 +119,7 @@ FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>
 
 /// quantize's source: B contiguous elements per block, kept as the loaded words until the block is
 /// quantized.
-template <class T, int B, int P>
+template <class T, int B, int P, int Stride = lanes>
 struct matrix_blocks {
   static constexpr int words = B * static_cast<int>(sizeof(T)) / 4;
   // A constructor rather than aggregate initialisation, which would zero the words on the hot path.
@@ -124,7 +127,7 @@ struct matrix_blocks {
   const T* first;
   cuda::std::uint32_t raw[P][words];
   FP4FUSE_DEVICE void load(int p) {
-    const uint4* v = reinterpret_cast<const uint4*>(first + p * (lanes * B));
+    const uint4* v = reinterpret_cast<const uint4*>(first + p * (Stride * B));
     FP4FUSE_UNROLL
     for (int i = 0; i < words / 4; ++i) {
       const uint4 r = load_once(v + i);
@@ -134,14 +137,32 @@ struct matrix_blocks {
       raw[p][4 * i + 3] = r.w;
     }
   }
-  template <class Codec>
-  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+  FP4FUSE_DEVICE void values(int p, float (&x)[B]) const {
     constexpr int per_word = sizeof(T) == 2 ? 2 : 1;
-    float x[B];
     FP4FUSE_UNROLL
     for (int w = 0; w < words; ++w) {
       unpack_word(raw[p][w], T{}, &x[w * per_word]);
     }
+  }
+  /// The block's amax with NaN elements ignored (max_num): its part of a row amax.
+  FP4FUSE_DEVICE float row_amax(int p) {
+    float x[B];
+    values(p, x);
+    float m = 0.0f;
+    FP4FUSE_UNROLL
+    for (int i = 0; i < B; ++i) {
+      m = fmaxf(m, fabsf(x[i]));
+    }
+    return m;
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize_after_amax(const Codec& codec, int p) const {
+    return quantize(codec, p);
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+    float x[B];
+    values(p, x);
     if constexpr (sizeof(T) == 2) {
       // The amax from the magnitude bits (exact: every 16-bit value is exact in float); NaN or
       // Inf anywhere gives a non-finite amax.
@@ -171,6 +192,94 @@ __global__ void __launch_bounds__(256) quantize_kernel(matrix_view<const T> in, 
   quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
+/// Threads per CTA of the per-row kernels: a CTA quantizes one row.
+inline constexpr int row_threads = 256;
+
+/// Scale columns a per-row kernel holds on chip for one row: P blocks per thread.
+template <int P>
+inline constexpr cuda::std::int64_t row_capacity = cuda::std::int64_t{row_threads} * P;
+
+/// The per-row body: the CTA owns row `row`, thread t the scale columns t + 256 p. Loads the
+/// row's blocks, reduces the row amax (NaN ignored) across the CTA, writes
+/// S = nvfp4_global_encode_scale(amax) to row_scales[row] and quantizes the blocks, still in
+/// registers, with block_codec(S). Rows at or past `layout.rows` (swizzled padding) get 0x00
+/// scales. Precondition: padded_cols <= 256 P (validated by the launchers).
+template <int P, class Format, class Layout, class Source>
+FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& out, cuda::std::uint32_t row, float* row_scales,
+                                        Source& source) {
+  constexpr int B = Format::block_size;
+  const Layout& layout = out.layout;
+  const auto padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
+  const cuda::std::uint32_t col0 = threadIdx.x;
+  bool valid[P];
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = col0 + row_threads * p;
+    valid[p] = col < padded_cols && !layout.is_padding(row, col);
+    if (valid[p]) {
+      source.load(p);
+    }
+  }
+  float amax = 0.0f;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    if (valid[p]) {
+      amax = fmaxf(amax, source.row_amax(p));
+    }
+  }
+  using reduce_t = cub::BlockReduce<float, row_threads>;
+  __shared__ typename reduce_t::TempStorage storage;
+  __shared__ float row_amax;
+  // Every partial is +0 or positive (or +Inf): the maximum is the row's amax with NaN ignored.
+  const float reduced = reduce_t(storage).Reduce(amax, cuda::maximum<>{});
+  if (threadIdx.x == 0) {
+    row_amax = reduced;
+  }
+  __syncthreads();
+  const float S = nvfp4_global_encode_scale(row_amax);
+  if (threadIdx.x == 0 && row < static_cast<cuda::std::uint64_t>(layout.rows)) {
+    row_scales[row] = S;
+  }
+  const block_codec<Format> codec(S);
+  cuda::std::uint8_t* packed_row = out.packed + row * out.ld_packed;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = col0 + row_threads * p;
+    if (col >= padded_cols) {
+      break;
+    }
+    cuda::std::uint8_t* scale_out = out.scales + layout.offset(row, col);
+    if (!valid[p]) {
+      *scale_out = 0;
+      continue;
+    }
+    const auto block = source.quantize_after_amax(codec, p);
+    *scale_out = block.scale;
+    store_words(packed_row + col * (B / 2), block.packed);
+  }
+}
+
+template <int P, class Format, class Layout, class T>
+__global__ void __launch_bounds__(row_threads) quantize_per_row_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
+                                                                       float* row_scales) {
+  const cuda::std::uint32_t row = blockIdx.x;
+  matrix_blocks<T, Format::block_size, P, row_threads> source(in.data + row * in.ld + threadIdx.x * Format::block_size);
+  quantize_row_blocks<P>(out, row, row_scales, source);
+}
+
+/// The checks of the per-row launchers: NVFP4, `encode_scales` non-null and 4-byte aligned, the
+/// padded row within what one CTA holds, the row count within the grid.
+template <class Format, class Layout>
+inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& out, const float* encode_scales, cuda::std::int64_t capacity) {
+  c.not_null(encode_scales, "row_scales.encode_scales");
+  c.aligned(encode_scales, 4, "row_scales.encode_scales", "floats");
+  c.require(out.layout.padded_cols() <= capacity, status::bad_shape,
+            "per-row global scales keep a row on chip: at most %lld scale columns (%lld elements), the output has %lld",
+            static_cast<long long>(capacity), static_cast<long long>(capacity * Format::block_size),
+            static_cast<long long>(out.layout.padded_cols()));
+  c.grid(out.layout.padded_rows(), "padded rows of the output layout (one CTA each)");
+}
+
 /// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) once
 /// there are enough blocks for two waves of such threads on a large GPU, one block per thread
 /// below, where more, thinner threads hide latency better (measured on the H200, bench/HISTORY.md,
@@ -192,6 +301,24 @@ inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint
 }
 
 }  // namespace detail
+
+/// How the standalone quantizers get NVFP4's global encode scale: the `const float*` overloads
+/// read one S for the whole tensor from device memory (per tensor); `global_scale::per_row`
+/// computes one per row (token) in the same kernel.
+namespace global_scale {
+/// One S per row (token): S_r = nvfp4_global_encode_scale(max |x| over row r, NaN ignored), written
+/// to `encode_scales[r]` ([M] floats, device memory, 4-byte aligned) for the next GEMM (whose
+/// alpha for row r is 1 / S_r), and row r's blocks quantized with block_codec(S_r). The kernel
+/// keeps the row on chip (one CTA per row, one pass over the input); rows are limited to what one
+/// CTA holds (checked; the error says the limit). NVFP4 only.
+/// \code
+/// auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// \endcode
+struct per_row {
+  /// [M] floats in device memory: S of each row, written by the kernel.
+  float* encode_scales;
+};
+}  // namespace global_scale
 
 /// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`.
 ///
@@ -232,6 +359,39 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
   return detail::launch(P == 1 ? &detail::quantize_kernel<1, Format, Layout, E> : &detail::quantize_kernel<wide, Format, Layout, E>,
                         cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out, global_encode_scale,
                         detail::fast_div(groups_per_row), total);
+}
+
+/// Quantizes a row-major [M, K] matrix to NVFP4 with one global scale per row, on `stream`.
+///
+/// Numerics: row r exactly as the host composition S_r = nvfp4_global_encode_scale(row amax, NaN
+/// ignored), then `block_codec<Format>(S_r).quantize` of each block (bit-identical;
+/// tests/kernels/quantize.cu); S_r goes to `row_scales.encode_scales[r]`. Requirements as the
+/// per-tensor `quantize`, NVFP4 only, and the padded row within 256 x 4 blocks for 16-bit inputs
+/// (16384 elements; 256 x 2 for float). Validated before any CUDA call; on error nothing is written.
+/// \code
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{packed, K / 2, scales, {M, K / 16}};
+/// auto r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// \endcode
+template <class T, class Format, class Layout>
+result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>& out, global_scale::per_row row_scales,
+                cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::quantize: the input must be __nv_bfloat16, __half or float");
+  static_assert(Format::has_global_scale, "fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  constexpr int P = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  detail::checker c("fp4fuse::quantize");
+  c.matrix(in, "in", 1, Format::block_size, "the NVFP4 block size");
+  c.quantized(out, "out");
+  c.require(in.rows == out.rows() && in.cols == out.cols(), status::bad_shape,
+            "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
+            static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
+  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<P>);
+  if (!c) return c.outcome();
+  if (in.rows == 0) return {};
+  return detail::launch(&detail::quantize_per_row_kernel<P, Format, Layout, E>, out.layout.padded_rows(), detail::row_threads, stream,
+                        "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld}, out, row_scales.encode_scales);
 }
 
 }  // namespace fp4fuse

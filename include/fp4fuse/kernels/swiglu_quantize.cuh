@@ -67,7 +67,7 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
 
 /// swiglu_quantize's source: the gate and up runs of each block, activated when the block is
 /// quantized.
-template <class GateUp, class Activation, class Intermediate, class T, int B, int P>
+template <class GateUp, class Activation, class Intermediate, class T, int B, int P, int Stride = lanes>
 struct gate_up_blocks {
   // Not an aggregate: aggregate initialisation would zero gate and up on the hot path.
   FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::uint32_t first_col, cuda::std::int64_t cols, const Activation& activation)
@@ -78,13 +78,30 @@ struct gate_up_blocks {
   const Activation& act;
   float gate[P][B], up[P][B];
   FP4FUSE_DEVICE void load(int p) {
-    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col0 + lanes * p) * B, I, gate[p], up[p]);
+    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col0 + Stride * p) * B, I, gate[p], up[p]);
   }
   template <class Codec>
   FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
     float h[B];
     activate<Intermediate>(act, gate[p], up[p], h);
     return quantize_block_fast(codec, h, amax_or_nonfinite(h), [](int, const float* y) { return sign_bytes_of_floats(y); });
+  }
+  /// Per-row scales: activates block p in place (gate[p] then holds act(gate) * up) and returns its
+  /// amax with NaN ignored; `quantize_after_amax` then quantizes the stored values.
+  FP4FUSE_DEVICE float row_amax(int p) {
+    float h[B];
+    activate<Intermediate>(act, gate[p], up[p], h);
+    float m = 0.0f;
+    FP4FUSE_UNROLL
+    for (int i = 0; i < B; ++i) {
+      gate[p][i] = h[i];
+      m = fmaxf(m, fabsf(h[i]));
+    }
+    return m;
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize_after_amax(const Codec& codec, int p) const {
+    return quantize_block_fast(codec, gate[p], amax_or_nonfinite(gate[p]), [](int, const float* y) { return sign_bytes_of_floats(y); });
   }
 };
 
@@ -106,6 +123,19 @@ __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const 
                                                                                    out.cols(), act);
   quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
+
+template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+__global__ void __launch_bounds__(row_threads) swiglu_quantize_per_row_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
+                                                                              float* row_scales, Activation act) {
+  const cuda::std::uint32_t row = blockIdx.x;
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, row_threads> source(gate_up.data + row * gate_up.ld, threadIdx.x,
+                                                                                                 out.cols(), act);
+  quantize_row_blocks<P>(out, row, row_scales, source);
+}
+
+/// Blocks per thread of the per-row swiglu_quantize: 2 (64 floats of gate and up in registers),
+/// rows up to 512 blocks (I <= 8192 for NVFP4).
+inline constexpr int swiglu_row_blocks = 2;
 
 template <class Out, class GateUp, class Activation, class T>
 __global__ void __launch_bounds__(256) swiglu_kernel(matrix_view<const T> gate_up, matrix_view<Out> out, Activation act,
@@ -179,6 +209,36 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   return detail::launch(&detail::swiglu_quantize_kernel<detail::swiglu_blocks_per_thread<Format, E>, Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
                         256, stream, "fp4fuse::swiglu_quantize", matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld},
                         out, global_encode_scale, act, detail::fast_div(groups_per_row), total);
+}
+
+/// act(gate) * up quantized to NVFP4 with one global scale per row (token), on `stream`.
+///
+/// Numerics: row r exactly as the host composition h = `Activation::apply` (rounded per
+/// `Intermediate`), S_r = nvfp4_global_encode_scale(max |h| over the row, NaN ignored), then
+/// `block_codec<Format>(S_r).quantize` of each block; S_r goes to `row_scales.encode_scales[r]`.
+/// One CTA per row holds the row's gate/up in registers (one pass over the input): I is limited to
+/// 512 NVFP4 blocks (8192; checked). Other requirements as the per-tensor overload; NVFP4 only.
+/// \code
+/// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out,
+///                                                                    fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// \endcode
+template <class GateUp, class Intermediate = intermediate::fp32, class T, class Activation, class Format, class Layout>
+result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, const quantized_matrix<Format, Layout>& out,
+                       global_scale::per_row row_scales, cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::swiglu_quantize: gate_up must be __nv_bfloat16, __half or float");
+  static_assert(Format::has_global_scale, "fp4fuse::swiglu_quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::swiglu_quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  detail::checker c("fp4fuse::swiglu_quantize");
+  c.quantized(out, "out");
+  detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
+  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<detail::swiglu_row_blocks>);
+  if (!c) return c.outcome();
+  if (out.rows() == 0) return {};
+  return detail::launch(&detail::swiglu_quantize_per_row_kernel<detail::swiglu_row_blocks, Format, Layout, GateUp, Activation, Intermediate, E>,
+                        out.layout.padded_rows(), detail::row_threads, stream, "fp4fuse::swiglu_quantize",
+                        matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, row_scales.encode_scales, act);
 }
 
 /// act(gate) * up as a compact [M, I] matrix of `Out` (bfloat16, half or float; rounded to nearest
