@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -108,6 +109,21 @@ int main(int argc, char** argv) {
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, out, d_S)); }));
   };
 
+  // Measurement only: the quantize kernel at a fixed number of blocks per thread (the launcher picks
+  // 4 from 2^20 blocks up, 1 below).
+  auto bench_quantize_p = [&](auto p_tag, std::int64_t m, std::int64_t k) {
+    constexpr int P = decltype(p_tag)::value;
+    const in_view in{x, m, k, k};
+    const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
+    std::uint32_t tiles = 0, total = 0;
+    fp4fuse::detail::checker c("bench");
+    fp4fuse::detail::grid_extent(c, out.layout, P, tiles, total);
+    record("quantize nvfp4 bf16, " + std::to_string(P) + " blocks/thread", shape_str(m, k), quantize_bytes(m, k, 16), time_us([&] {
+             fp4fuse::detail::quantize_kernel<P, NV, SW, __nv_bfloat16><<<(total + 255) / 256, 256>>>(in, out, d_S, fp4fuse::detail::fast_div(tiles), total);
+             CHECK_CUDA(cudaGetLastError());
+           }));
+  };
+
   std::printf("== the issue's headline shapes\n");
   bench_quantize(16384, 7168);
   bench_swiglu(16384, 2048);
@@ -161,12 +177,18 @@ int main(int argc, char** argv) {
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));
   }
   bench_quantize(8192, 4096);
+  for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}, {4096, 2048}, {1024, 7168}}) {
+    bench_quantize_p(std::integral_constant<int, 1>{}, shape.first, shape.second);
+    bench_quantize_p(std::integral_constant<int, 2>{}, shape.first, shape.second);
+    bench_quantize_p(std::integral_constant<int, 4>{}, shape.first, shape.second);
+  }
   {
     // Per-row (per-token) global scales beside the per-tensor form (issue 15): same bytes moved
     // plus the [M] floats of row scales.
     float* row_S = nullptr;
     CHECK_CUDA(cudaMalloc(&row_S, 16384 * 4));
-    for (auto [m, k] : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}}) {
+    for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}}) {
+      const std::int64_t m = shape.first, k = shape.second;
       const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
       record("quantize nvfp4 bf16 swizzled per-row S", shape_str(m, k), quantize_bytes(m, k, 16) + 4.0 * m,
              time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, out, fp4fuse::global_scale::per_row{row_S})); }));

@@ -78,8 +78,10 @@ struct swiglu_clamped_fast {
   float limit = 7.0f;
   /// (g * sigmoid_fast(alpha * g)) * (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
-    const float g = gate > limit ? limit : gate;
-    const float u = up > limit ? limit : (up < -limit ? -limit : up);
+    // NaN-keeping min/max (one instruction each on the device); a NaN's payload may differ from
+    // the exact form's, its value does not.
+    const float g = detail::min_keep_nan(gate, limit);
+    const float u = detail::clamp_keep_nan(up, -limit, limit);
     return detail::mul_rn(detail::x_sigmoid_fast(g, detail::mul_rn(alpha, log2e_f)), detail::add_rn(u, 1.0f));
   }
 };

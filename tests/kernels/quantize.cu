@@ -265,7 +265,9 @@ TEST_CASE("quantize [gpu]: per-row global scales equal the host composition, eve
           "[gpu][quantize]") {
   check_quantize_per_row<format::nvfp4<>, scale_layout::swizzled_128x4, __nv_bfloat16>("q row sw bf16");
   check_quantize_per_row<format::nvfp4<>, scale_layout::linear, __half>("q row lin f16");
-  check_quantize_per_row<format::nvfp4<recipe::vllm>, scale_layout::swizzled_128x4, __nv_bfloat16>("q row vllm");
+  check_quantize_per_row<format::nvfp4<>, scale_layout::swizzled_128x4, float>("q row sw f32");
+  // (recipe::vllm is left out: its device multiplier uses rcp.approx, so its element codes are
+  // not the host's; the per-tensor vllm test compares it with the device codec instead.)
 }
 
 TEST_CASE("quantize [gpu]: per-row global scales refuse what they cannot do, writing nothing", "[gpu][quantize]") {

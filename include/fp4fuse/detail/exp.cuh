@@ -51,6 +51,17 @@ FP4FUSE_HOST_DEVICE float clamp_keep_nan(float x, float lo, float hi) {
 #endif
 }
 
+/// min(x, hi) keeping a NaN x (PTX `min.NaN`; the host twin compares).
+FP4FUSE_HOST_DEVICE float min_keep_nan(float x, float hi) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(hi));
+  return r;
+#else
+  return x != x ? x : (x > hi ? hi : x);
+#endif
+}
+
 /// e^x: NaN -> NaN, +Inf above 88.7228, +0 below -103.98 (the argument is clamped to
 /// [-104, 89], where the result already over- or underflows).
 FP4FUSE_HOST_DEVICE float exp_portable(float x) {

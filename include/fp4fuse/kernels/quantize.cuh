@@ -192,19 +192,23 @@ __global__ void __launch_bounds__(256) quantize_kernel(matrix_view<const T> in, 
   quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
-/// Threads per CTA of the per-row kernels: a CTA quantizes one row.
+/// Most threads per CTA of the per-row kernels: a CTA quantizes one row.
 inline constexpr int row_threads = 256;
 
 /// Scale columns a per-row kernel holds on chip for one row: P blocks per thread.
 template <int P>
 inline constexpr cuda::std::int64_t row_capacity = cuda::std::int64_t{row_threads} * P;
 
+/// Threads per CTA for a row of `padded_cols` scale columns: the fewest of 64, 128, 256 that hold
+/// it with P blocks each (smaller CTAs put more rows in flight per SM).
+inline int row_threads_for(cuda::std::int64_t padded_cols, int P) { return padded_cols <= 64 * P ? 64 : padded_cols <= 128 * P ? 128 : 256; }
+
 /// The per-row body: the CTA owns row `row`, thread t the scale columns t + 256 p. Loads the
 /// row's blocks, reduces the row amax (NaN ignored) across the CTA, writes
 /// S = nvfp4_global_encode_scale(amax) to row_scales[row] and quantizes the blocks, still in
 /// registers, with block_codec(S). Rows at or past `layout.rows` (swizzled padding) get 0x00
 /// scales. Precondition: padded_cols <= 256 P (validated by the launchers).
-template <int P, class Format, class Layout, class Source>
+template <int Threads, int P, class Format, class Layout, class Source>
 FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& out, cuda::std::uint32_t row, float* row_scales,
                                         Source& source) {
   constexpr int B = Format::block_size;
@@ -214,7 +218,7 @@ FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& 
   bool valid[P];
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    const cuda::std::uint32_t col = col0 + row_threads * p;
+    const cuda::std::uint32_t col = col0 + Threads * p;
     valid[p] = col < padded_cols && !layout.is_padding(row, col);
     if (valid[p]) {
       source.load(p);
@@ -227,7 +231,7 @@ FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& 
       amax = fmaxf(amax, source.row_amax(p));
     }
   }
-  using reduce_t = cub::BlockReduce<float, row_threads>;
+  using reduce_t = cub::BlockReduce<float, Threads>;
   __shared__ typename reduce_t::TempStorage storage;
   __shared__ float row_amax;
   // Every partial is +0 or positive (or +Inf): the maximum is the row's amax with NaN ignored.
@@ -244,7 +248,7 @@ FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& 
   cuda::std::uint8_t* packed_row = out.packed + row * out.ld_packed;
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    const cuda::std::uint32_t col = col0 + row_threads * p;
+    const cuda::std::uint32_t col = col0 + Threads * p;
     if (col >= padded_cols) {
       break;
     }
@@ -259,12 +263,12 @@ FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& 
   }
 }
 
-template <int P, class Format, class Layout, class T>
-__global__ void __launch_bounds__(row_threads) quantize_per_row_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
-                                                                       float* row_scales) {
+template <int Threads, int P, class Format, class Layout, class T>
+__global__ void __launch_bounds__(Threads) quantize_per_row_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
+                                                                   float* row_scales) {
   const cuda::std::uint32_t row = blockIdx.x;
-  matrix_blocks<T, Format::block_size, P, row_threads> source(in.data + row * in.ld + threadIdx.x * Format::block_size);
-  quantize_row_blocks<P>(out, row, row_scales, source);
+  matrix_blocks<T, Format::block_size, P, Threads> source(in.data + row * in.ld + threadIdx.x * Format::block_size);
+  quantize_row_blocks<Threads, P>(out, row, row_scales, source);
 }
 
 /// The checks of the per-row launchers: NVFP4, `encode_scales` non-null and 4-byte aligned, the
@@ -390,8 +394,12 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
   detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<P>);
   if (!c) return c.outcome();
   if (in.rows == 0) return {};
-  return detail::launch(&detail::quantize_per_row_kernel<P, Format, Layout, E>, out.layout.padded_rows(), detail::row_threads, stream,
-                        "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld}, out, row_scales.encode_scales);
+  const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
+  return detail::launch(threads == 64    ? &detail::quantize_per_row_kernel<64, P, Format, Layout, E>
+                        : threads == 128 ? &detail::quantize_per_row_kernel<128, P, Format, Layout, E>
+                                         : &detail::quantize_per_row_kernel<256, P, Format, Layout, E>,
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
+                        out, row_scales.encode_scales);
 }
 
 }  // namespace fp4fuse

@@ -124,13 +124,13 @@ __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const 
   quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
-template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
-__global__ void __launch_bounds__(row_threads) swiglu_quantize_per_row_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
-                                                                              float* row_scales, Activation act) {
+template <int Threads, int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+__global__ void __launch_bounds__(Threads) swiglu_quantize_per_row_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
+                                                                          float* row_scales, Activation act) {
   const cuda::std::uint32_t row = blockIdx.x;
-  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, row_threads> source(gate_up.data + row * gate_up.ld, threadIdx.x,
-                                                                                                 out.cols(), act);
-  quantize_row_blocks<P>(out, row, row_scales, source);
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, Threads> source(gate_up.data + row * gate_up.ld, threadIdx.x,
+                                                                                             out.cols(), act);
+  quantize_row_blocks<Threads, P>(out, row, row_scales, source);
 }
 
 /// Blocks per thread of the per-row swiglu_quantize: 2 (64 floats of gate and up in registers),
@@ -236,8 +236,12 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<detail::swiglu_row_blocks>);
   if (!c) return c.outcome();
   if (out.rows() == 0) return {};
-  return detail::launch(&detail::swiglu_quantize_per_row_kernel<detail::swiglu_row_blocks, Format, Layout, GateUp, Activation, Intermediate, E>,
-                        out.layout.padded_rows(), detail::row_threads, stream, "fp4fuse::swiglu_quantize",
+  constexpr int P = detail::swiglu_row_blocks;
+  const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
+  return detail::launch(threads == 64    ? &detail::swiglu_quantize_per_row_kernel<64, P, Format, Layout, GateUp, Activation, Intermediate, E>
+                        : threads == 128 ? &detail::swiglu_quantize_per_row_kernel<128, P, Format, Layout, GateUp, Activation, Intermediate, E>
+                                         : &detail::swiglu_quantize_per_row_kernel<256, P, Format, Layout, GateUp, Activation, Intermediate, E>,
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::swiglu_quantize",
                         matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, row_scales.encode_scales, act);
 }
 
