@@ -3,10 +3,13 @@
 /// Standalone quantization: [M, K] row-major bfloat16/half/float (leading dimension ld, in
 /// elements) -> packed E2M1 [M, K/2] (leading dimension in bytes) + block scales in a scale layout.
 ///
-/// One thread per block of 16 (NVFP4) or 32 (MXFP4) elements: 16-byte streaming loads, the block
-/// amax in registers, one 8- or 16-byte store. The grid covers the scale layout's padded extent, so
-/// every padding scale byte is written as 0x00 by the thread that owns it. The NVFP4 global encode
-/// scale is read from device memory (the launch can be captured in a CUDA graph).
+/// A warp per tile of 32 x P consecutive scale blocks of one row (P = 2 for large launches, 1 for
+/// small ones; lane l owns blocks l + 32 p, so every load and store of the warp is coalesced):
+/// 16-byte streaming loads, the block amax and encoding in registers (detail/fast_block_encode.cuh:
+/// the codec's bits with fewer instructions), one 8- or 16-byte store per block. The grid covers
+/// the scale layout's padded extent, so every padding scale byte is written as 0x00 by the thread
+/// that owns it. The NVFP4 global encode scale is read from device memory (the launch can be
+/// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row).
 #include <cub/block/block_reduce.cuh>
 #include <cuda/cmath>
 #include <cuda/functional>
@@ -25,15 +28,23 @@ namespace fp4fuse {
 
 namespace detail {
 
-/// Scale blocks per thread: as many as 128 bytes of input hold (at least one), so that each thread
-/// has eight 16-byte loads in flight and its index arithmetic, the codec's per-tensor constants and
-/// the load of S are shared by up to four blocks. (The first session measured two blocks per
-/// thread slower than one, HISTORY.md: that version held every block as 16 floats, 72-96
-/// registers; these keep the loaded words and convert one block at a time.)
+/// Scale blocks per thread of the tiled quantize kernel for inputs of `input_bytes_per_block`: two
+/// (one for float MXFP4, 128 bytes a block), so that a thread has 64-128 bytes of loads in flight
+/// and shares its index arithmetic, the codec's per-tensor constants and the load of S between its
+/// blocks. Measured on the H200 (bench/HISTORY.md, sixth session; bf16 NVFP4, % of copy
+/// bandwidth, 1 / 2 / 4 blocks per thread): [16384, 7168] 81.4 / 84.9 / 84.5, [8192, 4096]
+/// 77.0 / 79.6 / 76.9, [4096, 2048] 51.3 / 51.0 / 47.5. (The first session measured two blocks
+/// per thread slower than one: that version held every block as 16 floats in 72-96 registers and
+/// its threads' blocks were not coalesced across the warp.)
 template <class Format>
 constexpr int blocks_per_thread_for(int input_bytes_per_block) {
-  return input_bytes_per_block >= 128 ? 1 : input_bytes_per_block >= 64 ? 2 : 4;
+  return input_bytes_per_block >= 128 ? 1 : 2;
 }
+
+/// Blocks per thread of the per-row kernels, which hold a whole row: 4 for 16-bit inputs, 2 for
+/// float (NVFP4), so that one CTA of 256 threads holds 1024 or 512 blocks.
+template <class T>
+inline constexpr int row_blocks_per_thread = sizeof(T) == 2 ? 4 : 2;
 
 /// Lanes of a warp: a warp owns 32 * P consecutive scale columns of one row (a "column tile"), lane
 /// l the columns tile_start + l + 32 p, p < P, so that every load and store instruction of the warp
@@ -284,10 +295,10 @@ inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& ou
   c.grid(out.layout.padded_rows(), "padded rows of the output layout (one CTA each)");
 }
 
-/// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) once
-/// there are enough blocks for two waves of such threads on a large GPU, one block per thread
-/// below, where more, thinner threads hide latency better (measured on the H200, bench/HISTORY.md,
-/// sixth session: [128..4096, 2048..7168] ran 1.2-1.4x slower with four blocks per thread).
+/// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) from
+/// 2^20 blocks, one block per thread below, where more, thinner threads hide latency at least as
+/// well (measured on the H200, bench/HISTORY.md, sixth session: [1024, 7168] 48.0% of copy
+/// bandwidth with one, 47.5% with two, 43.6% with four).
 inline int blocks_per_thread_at(cuda::std::int64_t blocks, int wide) { return blocks >= (cuda::std::int64_t{1} << 20) ? wide : 1; }
 
 /// The grid of the quantizing kernels: a warp per tile of 32 * P scale columns of the layout's
@@ -384,7 +395,7 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
   static_assert(Format::has_global_scale, "fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
   static_assert(!scale_layout::is_grouped<Layout>,
                 "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
-  constexpr int P = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  constexpr int P = detail::row_blocks_per_thread<E>;
   detail::checker c("fp4fuse::quantize");
   c.matrix(in, "in", 1, Format::block_size, "the NVFP4 block size");
   c.quantized(out, "out");

@@ -4,8 +4,8 @@
 /// act(gate) * up as NVFP4/MXFP4 [M, I/2] + scales (`swiglu_quantize`), or as a compact
 /// bfloat16/half/float [M, I] (`swiglu`).
 ///
-/// One thread per output block: the gate and up runs of the block are loaded with 16-byte
-/// streaming loads (for interleaved layouts with granules smaller than the block, one contiguous
+/// One thread per output block (warps own 32 consecutive blocks of a row): the gate and up runs of
+/// the block are loaded with 16-byte streaming loads (for interleaved layouts with granules smaller than the block, one contiguous
 /// window that registers de-interleave), the activation runs in fp32, and the block is quantized
 /// in registers. `intermediate::bf16` rounds act*up to bfloat16 before quantizing, bit for bit
 /// what a BF16 SwiGLU kernel followed by `quantize` produces (the peers' fused kernels do this);
