@@ -327,7 +327,8 @@ namespace global_scale {
 /// keeps the row on chip (one CTA per row, one pass over the input); rows are limited to what one
 /// CTA holds (checked; the error says the limit). NVFP4 only.
 /// \code
-/// auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// const fp4fuse::global_scale::per_row row_scales{d_row_S};
 /// \endcode
 struct per_row {
   /// [M] floats in device memory: S of each row, written by the kernel.
@@ -384,6 +385,7 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
 /// per-tensor `quantize`, NVFP4 only, and the padded row within 256 x 4 blocks for 16-bit inputs
 /// (16384 elements; 256 x 2 for float). Validated before any CUDA call; on error nothing is written.
 /// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
 /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{packed, K / 2, scales, {M, K / 16}};
 /// auto r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
 /// \endcode

@@ -219,6 +219,10 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
 /// One CTA per row holds the row's gate/up in registers (one pass over the input): I is limited to
 /// 512 NVFP4 blocks (8192; checked). Other requirements as the per-tensor overload; NVFP4 only.
 /// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// using L = fp4fuse::scale_layout::swizzled_128x4;
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, I / 2, scales, L{M, I / 16}};
 /// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out,
 ///                                                                    fp4fuse::global_scale::per_row{d_row_S}, stream);
 /// \endcode
