@@ -48,4 +48,18 @@ __global__ void grouped_epilogue(const float* S, fp4fuse::quantized_matrix<fmt::
   fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
                                                                           fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
 }
+#elif CASE == 10  // expect: fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+void per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32}, out, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 11  // expect: fp4fuse::swiglu_quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+void swiglu_per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out, float* row_S) {
+  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
+                                                                   fp4fuse::activation::swiglu{}, out, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 12  // expect: fp4fuse::quantize: a grouped (MoE) scale layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+void per_row_grouped(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_row{row_S});
+}
 #endif
