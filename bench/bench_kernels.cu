@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   };
 
   // Measurement only: the quantize kernel at a fixed number of blocks per thread (the launcher picks
-  // 4 from 2^20 blocks up, 1 below).
+  // 2 from 2^20 blocks up, 1 below).
   auto bench_quantize_p = [&](auto p_tag, std::int64_t m, std::int64_t k) {
     constexpr int P = decltype(p_tag)::value;
     const in_view in{x, m, k, k};

@@ -54,9 +54,11 @@ inline constexpr float log2e_f = 1.44269504088896341f;
 
 /// SwiGLU with the hardware exp and reciprocal (opt-in): silu(gate) * up with
 /// silu(g) = g * rcp.approx(1 + ex2.approx(-g log2 e)), as fast-math SiLU kernels compute it.
-/// Device: within 2^-20 + |g| 2^-23 relative of the exact silu(g) * up for |g| <= 80 (results below
-/// 2^-126 flush to zero; tests/activation.cu measures it on the GPU against double precision);
-/// host: std::exp2 and IEEE division (not bit-identical to the device).
+/// Device: within 2^-20 + |g| 2^-23 relative of the exact silu(g) * up for |g| <= 80
+/// (tests/activation.cu measures it on the GPU against double precision). `ftz`: the sigmoid factor
+/// flushes to 0 where it falls below 2^-126 (gate below -87.3), so the result there is +-0 where the
+/// exact one is below 1e-35 in magnitude; subnormal gates, ups and products are kept (the products
+/// are IEEE). Host: std::exp2 and IEEE division (not bit-identical to the device).
 /// \code
 /// float h = fp4fuse::activation::swiglu_fast{}.apply(gate, up);
 /// \endcode
@@ -67,7 +69,8 @@ struct swiglu_fast {
 
 /// GPT-OSS clamped SwiGLU with the hardware exp and reciprocal (opt-in): the clamps of
 /// `swiglu_clamped`, then (g * rcp(1 + ex2(-alpha g log2 e))) * (u + 1). NaN inputs propagate.
-/// Device error bound and host path as `swiglu_fast`.
+/// Device error bound (with z = alpha g), flushing (below gate -87.3 / alpha) and host path as
+/// `swiglu_fast`.
 /// \code
 /// float o = fp4fuse::activation::swiglu_clamped_fast{1.702f, 7.0f}.apply(gate, up);
 /// \endcode

@@ -64,7 +64,7 @@ FP4FUSE_DEVICE sign_bytes sign_bytes_of_halves(const cuda::std::uint32_t* w) {
 /// bits(2^23 + code(|y|)) for a y that is not NaN: the roundings of `e2m1_magnitude_code_magic`,
 /// with the minimum taken over the candidates' bit patterns (positive floats order as unsigned
 /// integers: one 3-input VIMNMX3 instead of two or three FMNMX). `Clamp` bounds |y| by 6.5 first
-/// (every |y| >= 5 has code 7, so the code is unchanged and the upper segment stays <= 2^23 + 7);
+/// (every |y| > 5 has code 7 and |y| <= 6.5 is unchanged, so the code is the same and the upper segment stays <= 2^23 + 7);
 /// without it |y| must be below 7 (where v/2 + 4 rounds to at most 7).
 template <bool Clamp>
 FP4FUSE_DEVICE cuda::std::uint32_t e2m1_magnitude_bits_not_nan(float y) {

@@ -317,25 +317,6 @@ inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint
 
 }  // namespace detail
 
-/// How the standalone quantizers get NVFP4's global encode scale: the `const float*` overloads
-/// read one S for the whole tensor from device memory (per tensor); `global_scale::per_row`
-/// computes one per row (token) in the same kernel.
-namespace global_scale {
-/// One S per row (token): S_r = nvfp4_global_encode_scale(max |x| over row r, NaN ignored), written
-/// to `encode_scales[r]` ([M] floats, device memory, 4-byte aligned) for the next GEMM (whose
-/// alpha for row r is 1 / S_r), and row r's blocks quantized with block_codec(S_r). The kernel
-/// keeps the row on chip (one CTA per row, one pass over the input); rows are limited to what one
-/// CTA holds (checked; the error says the limit). NVFP4 only.
-/// \code
-/// float* d_row_S = nullptr;  // M floats in device memory
-/// const fp4fuse::global_scale::per_row row_scales{d_row_S};
-/// \endcode
-struct per_row {
-  /// [M] floats in device memory: S of each row, written by the kernel.
-  float* encode_scales;
-};
-}  // namespace global_scale
-
 /// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`.
 ///
 /// Numerics: each block exactly as `block_codec<Format>::quantize` on the host (bit-identical;
@@ -344,6 +325,8 @@ struct per_row {
 /// block size, `in.ld` a whole number of 16-byte vectors; `out` of the same shape; NVFP4 needs S in
 /// device memory (`global_encode_scale`), MXFP4 takes nullptr. Everything is validated before any
 /// CUDA call; on error nothing is launched or written and the result names the argument.
+/// Overloaded on the global scale (this one, or `global_scale::per_row`): to take the address of a
+/// `quantize` specialisation, cast to its function pointer type (tests/compile/device_code.cu).
 /// \code
 /// using F = fp4fuse::format::nvfp4<>;
 /// using L = fp4fuse::scale_layout::swizzled_128x4;

@@ -178,10 +178,13 @@ inline void check_gate_up(checker& c, const matrix_view<T>& gate_up, cuda::std::
 ///
 /// Template parameters: the gate/up layout (`gate_up::split_gate_first`, `split_up_first`,
 /// `interleaved<G>`) and `intermediate::fp32` (default) or `intermediate::bf16`; the rest is
-/// deduced: the activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`; passed by value
-/// to the kernel, so runtime parameters such as alpha travel with it), the format and the scale
-/// layout from `out`. Numerics: each block bit-identical to the host composition of
-/// `Activation::apply` and `block_codec<Format>::quantize`. Requirements: `gate_up` [M, 2I]
+/// deduced: the activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`, or the opt-in
+/// `swiglu_fast`, `swiglu_clamped_fast`; passed by value to the kernel, so runtime parameters such
+/// as alpha travel with it), the format and the scale layout from `out`. Numerics: each block
+/// bit-identical to the host composition of `Activation::apply` and `block_codec<Format>::quantize`
+/// (for the fast activations, whose host `apply` differs from the device's, to the device's
+/// `apply` composed with the codec). Overloaded on the global scale (this one, or
+/// `global_scale::per_row`): to take its address, cast to the function pointer type. Requirements: `gate_up` [M, 2I]
 /// (16-byte aligned, ld a whole number of 16-byte vectors), `out` [M, I], I a multiple of the
 /// block size and of G; NVFP4's S in device memory (MXFP4: nullptr). Validated before any CUDA
 /// call; on error nothing is launched or written.
@@ -214,7 +217,8 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
 /// act(gate) * up quantized to NVFP4 with one global scale per row (token), on `stream`.
 ///
 /// Numerics: row r exactly as the host composition h = `Activation::apply` (rounded per
-/// `Intermediate`), S_r = nvfp4_global_encode_scale(max |h| over the row, NaN ignored), then
+/// `Intermediate`; the device's `apply` for the fast activations), S_r =
+/// nvfp4_global_encode_scale(max |h| over the row, NaN ignored), then
 /// `block_codec<Format>(S_r).quantize` of each block; S_r goes to `row_scales.encode_scales[r]`.
 /// One CTA per row holds the row's gate/up in registers (one pass over the input): I is limited to
 /// 512 NVFP4 blocks (8192; checked). Other requirements as the per-tensor overload; NVFP4 only.
