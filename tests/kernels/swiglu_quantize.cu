@@ -155,8 +155,9 @@ std::vector<__nv_bfloat16> realistic_gate_up(std::int64_t rows, std::int64_t I, 
 }
 
 /// A fast activation through swiglu_quantize: bit-identical to the device's own activation followed
-/// by the block codec (every byte checked, on the test shapes with special values); and on model-like
-/// data, the fraction of NVFP4 element codes and scale bytes that differ from the exact activation's.
+/// by the block codec (every byte checked, on the test shapes with special values), per tensor and
+/// with per-row global scales; and on model-like data, the fraction of NVFP4 element codes and scale
+/// bytes that differ from the exact activation's.
 template <class GateUp, class Fast, class Exact>
 void check_fast_activation(const Fast& fast, const Exact& exact, const char* salt) {
   using F = format::nvfp4<>;
@@ -210,6 +211,41 @@ void check_fast_activation(const Fast& fast, const Exact& exact, const char* sal
     CHECK(got_fast_scales == want_scales);
     CHECK(p_fast.guard_intact());
     CHECK(s_fast.guard_intact());
+    {
+      // Per-row global scales with the fast activation: S_r from the device h's row amax (NaN
+      // ignored), each block with block_codec(S_r).
+      device_buffer p_row(packed_bytes), s_row(static_cast<std::size_t>(layout.size_bytes())), d_rs(static_cast<std::size_t>(cs.rows) * 4);
+      REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(
+          gu, fast, fp4fuse::quantized_matrix<F, L>{p_row.as<std::uint8_t>(), cs.I / 2, s_row.as<std::uint8_t>(), layout},
+          fp4fuse::global_scale::per_row{d_rs.as<float>()})));
+      FP4FUSE_TEST_LAUNCHED();
+      std::vector<unsigned char> row_packed(packed_bytes, poison), row_scales(static_cast<std::size_t>(layout.size_bytes()), 0);
+      std::vector<float> row_S(static_cast<std::size_t>(cs.rows));
+      for (std::int64_t r = 0; r < cs.rows; ++r) {
+        float amax = 0.0f;
+        for (std::int64_t c = 0; c < cs.I; ++c) {
+          const float v = std::fabs(h_fast[static_cast<std::size_t>(r * cs.I + c)]);
+          if (!std::isnan(v)) amax = std::max(amax, v);
+        }
+        row_S[static_cast<std::size_t>(r)] = fp4fuse::nvfp4_global_encode_scale(amax);
+        const fp4fuse::block_codec<F> row_codec(row_S[static_cast<std::size_t>(r)]);
+        for (std::int64_t b = 0; b < cs.I / 16; ++b) {
+          float x[16];
+          for (int i = 0; i < 16; ++i) x[i] = h_fast[static_cast<std::size_t>(r * cs.I + b * 16 + i)];
+          const auto q = row_codec.quantize(x);
+          row_scales[static_cast<std::size_t>(layout.offset(r, b))] = q.scale;
+          std::memcpy(&row_packed[static_cast<std::size_t>(r * cs.I / 2 + b * 8)], q.packed, 8);
+        }
+      }
+      std::vector<unsigned char> want_rs(row_S.size() * 4);
+      std::memcpy(want_rs.data(), row_S.data(), want_rs.size());
+      CHECK(p_row.download() == row_packed);
+      CHECK(s_row.download() == row_scales);
+      CHECK(d_rs.download() == want_rs);
+      CHECK(p_row.guard_intact());
+      CHECK(s_row.guard_intact());
+      CHECK(d_rs.guard_intact());
+    }
     if (cs.realistic) {
       const std::vector<unsigned char> got_exact = p_exact.download(), got_exact_scales = s_exact.download();
       for (std::size_t i = 0; i < packed_bytes; ++i) {
