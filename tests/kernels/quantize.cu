@@ -131,11 +131,11 @@ std::vector<float> adversarial_matrix(std::int64_t rows, std::int64_t cols, std:
 
 /// Which path of detail::quantize_block_fast each block of `in` takes with global scale S, counted
 /// on the host with the codec's own scale: a non-finite value (the codec's quantize), fl(amax *
-/// multiplier) below 7 (the unclamped encoder when its whole vote group agrees), at or above 7 (the
-/// clamped one); and groups of 32 consecutive blocks of a row (one warp's vote) that are all below
+/// multiplier) below 7 (the unclamped encoder when its whole vote group agrees; `above_6` counts
+/// those in (6, 7), beyond E2M1's largest value), at or above 7 (the clamped one); and groups of 32 consecutive blocks of a row (one warp's vote) that are all below
 /// 7, or that mix below and above.
 struct path_counts {
-  std::size_t nonfinite = 0, below_7 = 0, clamped = 0, uniform_groups = 0, mixed_groups = 0;
+  std::size_t nonfinite = 0, below_7 = 0, above_6 = 0, clamped = 0, uniform_groups = 0, mixed_groups = 0;
 };
 template <class Format, class T>
 void count_paths(const std::vector<T>& in, std::int64_t rows, std::int64_t cols, std::int64_t ld, float S, path_counts& n) {
@@ -154,7 +154,9 @@ void count_paths(const std::vector<T>& in, std::int64_t rows, std::int64_t cols,
         ++n.nonfinite;
       } else {
         const float amax = fp4fuse::block_codec<Format>::block_amax(x);
-        const bool below = Format::has_global_scale && amax * codec.scale_for(amax).multiplier < 7.0f;
+        const float top = amax * codec.scale_for(amax).multiplier;
+        const bool below = Format::has_global_scale && top < 7.0f;
+        n.above_6 += below && top > 6.0f;
         ++(below ? n.below_7 : n.clamped);
         ++(below ? group_below : group_above);
       }
@@ -219,12 +221,13 @@ void check_quantize_adversarial(const char* salt) {
     }
   }
   // The data reaches every path of the encoder, or the test above proves less than it says.
-  INFO(salt << ": blocks non-finite " << paths.nonfinite << ", below 7 " << paths.below_7 << ", clamped " << paths.clamped
+  INFO(salt << ": blocks non-finite " << paths.nonfinite << ", below 7 " << paths.below_7 << " (in (6, 7) " << paths.above_6 << "), clamped " << paths.clamped
             << "; vote groups all below 7 " << paths.uniform_groups << ", mixed " << paths.mixed_groups);
   CHECK(paths.nonfinite > 0);
   CHECK(paths.clamped > 0);
   if (Format::has_global_scale) {
     CHECK(paths.below_7 > 0);
+    CHECK(paths.above_6 > 0);
     CHECK(paths.uniform_groups > 0);
     CHECK(paths.mixed_groups > 0);
   }
@@ -238,10 +241,11 @@ TEST_CASE("quantize: the adversarial matrices reach every path of the fast block
   const std::vector<__nv_bfloat16> in = to_elements<__nv_bfloat16>(adversarial_matrix<16>(rows, cols, cols, g));
   path_counts n;
   for (const float S : {1.0f, 2688.0f, 3.0e38f, 1e-30f}) count_paths<format::nvfp4<>>(in, rows, cols, cols, S, n);
-  INFO("blocks non-finite " << n.nonfinite << ", below 7 " << n.below_7 << ", clamped " << n.clamped << "; vote groups all below 7 "
+  INFO("blocks non-finite " << n.nonfinite << ", below 7 " << n.below_7 << " (in (6, 7) " << n.above_6 << "), clamped " << n.clamped << "; vote groups all below 7 "
                             << n.uniform_groups << ", mixed " << n.mixed_groups);
   CHECK(n.nonfinite > 0);
   CHECK(n.below_7 > 0);
+  CHECK(n.above_6 > 0);
   CHECK(n.clamped > 0);
   CHECK(n.uniform_groups > 0);
   CHECK(n.mixed_groups > 0);
