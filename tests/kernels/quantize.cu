@@ -301,13 +301,13 @@ namespace {
 /// the device directly (its own agreement with the host is tested in tests/nvfp4.cu).
 template <class Format, class Layout>
 __global__ void reference_quantize_kernel(const __nv_bfloat16* in, std::int64_t rows, std::int64_t blocks, std::int64_t ld,
-                                          std::uint8_t* out, std::uint8_t* scales, const float* S, Layout layout) {
+                                          std::uint8_t* out, std::uint8_t* scales, const float* S, Layout layout, bool S_per_row = false) {
   const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
   if (i >= rows * blocks) return;
   const std::int64_t r = i / blocks, b = i % blocks;
   float x[16];
   for (int j = 0; j < 16; ++j) x[j] = __bfloat162float(in[r * ld + b * 16 + j]);
-  const fp4fuse::quantized_block<Format> q = fp4fuse::block_codec<Format>(*S).quantize(x);
+  const fp4fuse::quantized_block<Format> q = fp4fuse::block_codec<Format>(S[S_per_row ? r : 0]).quantize(x);
   scales[layout.offset(r, b)] = q.scale;
   reinterpret_cast<uint2*>(out + r * (blocks * 8))[b] = make_uint2(q.packed[0], q.packed[1]);
 }
@@ -451,5 +451,53 @@ TEST_CASE("quantize [gpu]: per-row global scales refuse what they cannot do, wri
   for (const device_buffer* b : {&d_out, &d_scales, &d_rs}) {
     const std::vector<unsigned char> bytes = b->download();
     CHECK(std::count(bytes.begin(), bytes.end(), poison) == static_cast<std::ptrdiff_t>(bytes.size()));
+  }
+}
+
+TEST_CASE("quantize [gpu]: per-row global scales with the vllm recipe: S_r equal the host's, codes equal the device block codec with S_r",
+          "[gpu][quantize]") {
+  using F = format::nvfp4<recipe::vllm>;
+  using L = scale_layout::swizzled_128x4;
+  auto g = rng("q row vllm");
+  for (const bool adversarial : {false, true}) {
+    for (const shape& s : shapes) {
+      const std::int64_t ld = s.cols + s.ld_extra, blocks = s.cols / 16;
+      const std::vector<__nv_bfloat16> in =
+          to_elements<__nv_bfloat16>(adversarial ? adversarial_matrix<16>(s.rows, s.cols, ld, g) : make_matrix(s.rows, s.cols, ld, g));
+      // S_r on the host: the row amax is exact and nvfp4_global_encode_scale IEEE, so the device's
+      // must be these bits; the element codes depend on vllm's rcp.approx, so the reference is the
+      // device codec.
+      std::vector<float> want_S(static_cast<std::size_t>(s.rows));
+      for (std::int64_t r = 0; r < s.rows; ++r) {
+        float amax = 0.0f;
+        for (std::int64_t c = 0; c < s.cols; ++c) {
+          const float v = std::fabs(as_float(in[static_cast<std::size_t>(r * ld + c)]));
+          if (!std::isnan(v)) amax = std::max(amax, v);
+        }
+        want_S[static_cast<std::size_t>(r)] = fp4fuse::nvfp4_global_encode_scale(amax);
+      }
+      const L layout{s.rows, blocks};
+      device_buffer d_in(in.size() * 2), d_rs(static_cast<std::size_t>(s.rows) * 4), d_want_S(static_cast<std::size_t>(s.rows) * 4),
+          out(static_cast<std::size_t>(s.rows * blocks * 8)), ref(static_cast<std::size_t>(s.rows * blocks * 8)),
+          sc(static_cast<std::size_t>(layout.size_bytes())), ref_sc(static_cast<std::size_t>(layout.size_bytes()));
+      d_in.upload(in.data(), in.size() * 2);
+      d_want_S.upload(want_S.data(), want_S.size() * 4);
+      FP4FUSE_TEST_CUDA(cudaMemset(ref_sc.as<void>(), 0, static_cast<std::size_t>(layout.size_bytes())));
+      INFO((adversarial ? "adversarial " : "") << "M=" << s.rows << " K=" << s.cols);
+      REQUIRE(static_cast<bool>(fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{d_in.as<__nv_bfloat16>(), s.rows, s.cols, ld},
+                                                   fp4fuse::quantized_matrix<F, L>{out.as<std::uint8_t>(), blocks * 8, sc.as<std::uint8_t>(), layout},
+                                                   fp4fuse::global_scale::per_row{d_rs.as<float>()})));
+      reference_quantize_kernel<F, L><<<static_cast<unsigned>((s.rows * blocks + 127) / 128), 128>>>(
+          d_in.as<__nv_bfloat16>(), s.rows, blocks, ld, ref.as<std::uint8_t>(), ref_sc.as<std::uint8_t>(), d_want_S.as<float>(), layout, true);
+      FP4FUSE_TEST_LAUNCHED();
+      std::vector<unsigned char> want_rs(want_S.size() * 4);
+      std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
+      CHECK(d_rs.download() == want_rs);
+      CHECK(out.download() == ref.download());
+      CHECK(sc.download() == ref_sc.download());
+      CHECK(out.guard_intact());
+      CHECK(sc.guard_intact());
+      CHECK(d_rs.guard_intact());
+    }
   }
 }

@@ -320,7 +320,8 @@ inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint
 /// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`.
 ///
 /// Numerics: each block exactly as `block_codec<Format>::quantize` on the host (bit-identical;
-/// tests/kernels/quantize.cu). Scales go to `out.layout` (built for {M, K / block}); its padding is
+/// tests/kernels/quantize.cu; `recipe::vllm`: as the device codec, whose rcp.approx multiplier is
+/// not the host's). Scales go to `out.layout` (built for {M, K / block}); its padding is
 /// written as 0x00. Requirements: `in` [M, K] bf16/half/float, 16-byte aligned, K a multiple of the
 /// block size, `in.ld` a whole number of 16-byte vectors; `out` of the same shape; NVFP4 needs S in
 /// device memory (`global_encode_scale`), MXFP4 takes nullptr. Everything is validated before any
@@ -364,7 +365,7 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
 ///
 /// Numerics: row r exactly as the host composition S_r = nvfp4_global_encode_scale(row amax, NaN
 /// ignored), then `block_codec<Format>(S_r).quantize` of each block (bit-identical;
-/// tests/kernels/quantize.cu); S_r goes to `row_scales.encode_scales[r]`. Requirements as the
+/// tests/kernels/quantize.cu; `recipe::vllm`: S_r the host's, the blocks as the device codec's); S_r goes to `row_scales.encode_scales[r]`. Requirements as the
 /// per-tensor `quantize`, NVFP4 only, and the padded row within 256 x 4 blocks for 16-bit inputs
 /// (16384 elements; 256 x 2 for float). Validated before any CUDA call; on error nothing is written.
 /// \code
