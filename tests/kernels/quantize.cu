@@ -429,8 +429,8 @@ TEST_CASE("quantize [gpu]: per-row global scales equal the host composition, eve
   check_quantize_per_row<format::nvfp4<>, scale_layout::swizzled_128x4, __nv_bfloat16>("q row sw bf16");
   check_quantize_per_row<format::nvfp4<>, scale_layout::linear, __half>("q row lin f16");
   check_quantize_per_row<format::nvfp4<>, scale_layout::swizzled_128x4, float>("q row sw f32");
-  // (recipe::vllm is left out: its device multiplier uses rcp.approx, so its element codes are
-  // not the host's; the per-tensor vllm test compares it with the device codec instead.)
+  // (recipe::vllm: its device multiplier uses rcp.approx, so its element codes are not the host's;
+  // the per-row vllm test below compares them with the device codec.)
 }
 
 TEST_CASE("quantize [gpu]: per-row global scales refuse what they cannot do, writing nothing", "[gpu][quantize]") {
