@@ -320,7 +320,9 @@ void check_swiglu_per_row(const Activation& act, const char* salt) {
   using F = format::nvfp4<>;
   using L = scale_layout::swizzled_128x4;
   auto g = rng(salt);
-  for (const shape& s : shapes) {
+  // The test shapes, plus rows of 180 and 511 blocks: CTAs of 64, 128 and 256 threads.
+  const shape row_shapes[] = {shapes[0], shapes[1], shapes[2], shapes[3], shapes[4], {67, 2880, 0}, {3, 8176, 16}};
+  for (const shape& s : row_shapes) {
     if (s.I % fp4fuse::detail::granule_of<GateUp> != 0) continue;
     const std::int64_t ld_in = 2 * s.I + s.ld_extra;
     const std::int64_t ld_out = s.I / 2 + (s.ld_extra ? 16 : 0);
