@@ -49,9 +49,6 @@ struct swiglu_clamped {
   }
 };
 
-/// log2(e) in float, the factor that turns e^x into 2^(x log2 e) for the hardware exp2.
-inline constexpr float log2e_f = 1.44269504088896341f;
-
 /// SwiGLU with the hardware exp and reciprocal (opt-in): silu(gate) * up with
 /// silu(g) = g * rcp.approx(1 + ex2.approx(-g log2 e)), as fast-math SiLU kernels compute it.
 /// Device: within 2^-20 + |g| 2^-23 relative of the exact silu(g) * up for |g| <= 80
@@ -64,7 +61,7 @@ inline constexpr float log2e_f = 1.44269504088896341f;
 /// \endcode
 struct swiglu_fast {
   /// (gate * rcp(1 + ex2(-gate log2 e))) * up; each product rounded once, no fma contraction.
-  FP4FUSE_HOST_DEVICE float apply(float gate, float up) const { return detail::mul_rn(detail::x_sigmoid_fast(gate, log2e_f), up); }
+  FP4FUSE_HOST_DEVICE float apply(float gate, float up) const { return detail::mul_rn(detail::x_sigmoid_fast(gate, detail::log2e_f), up); }
 };
 
 /// GPT-OSS clamped SwiGLU with the hardware exp and reciprocal (opt-in): the clamps of
@@ -85,7 +82,7 @@ struct swiglu_clamped_fast {
     // the exact form's, its value does not.
     const float g = detail::min_keep_nan(gate, limit);
     const float u = detail::clamp_keep_nan(up, -limit, limit);
-    return detail::mul_rn(detail::x_sigmoid_fast(g, detail::mul_rn(alpha, log2e_f)), detail::add_rn(u, 1.0f));
+    return detail::mul_rn(detail::x_sigmoid_fast(g, detail::mul_rn(alpha, detail::log2e_f)), detail::add_rn(u, 1.0f));
   }
 };
 

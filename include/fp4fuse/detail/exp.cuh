@@ -89,6 +89,9 @@ FP4FUSE_HOST_DEVICE float exp_portable(float x) {
   return mul_rn(mul_rn(p, s1), s2);
 }
 
+/// log2(e) in float, the factor that turns e^x into 2^(x log2 e) for the hardware exp2.
+inline constexpr float log2e_f = 1.44269504088896341f;
+
 /// 2^x with the hardware approximation (`ex2.approx.ftz.f32`, MUFU.EX2) on the device, std::exp2 on
 /// the host: the opt-in fast activations' exponential. Not bit-identical between host and device.
 FP4FUSE_HOST_DEVICE float exp2_fast(float x) {
