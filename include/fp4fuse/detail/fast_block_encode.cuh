@@ -112,20 +112,13 @@ FP4FUSE_DEVICE float amax_or_nonfinite(const float (&x)[N]) {
 
 /// Largest magnitude bit pattern of N 16-bit values packed two per word (N/2 words), in the low
 /// 16 bits: positive bfloat16 and half values order as unsigned integers, Inf above every finite
-/// value and NaN above Inf.
+/// value and NaN above Inf. (`__vmaxu2` is one VIMNMX.U16x2 on sm_90a, fused to VIMNMX3 in chains.)
 template <int Words>
 FP4FUSE_DEVICE cuda::std::uint32_t max_magnitude_bits16(const cuda::std::uint32_t* w) {
   cuda::std::uint32_t m = w[0] & 0x7FFF7FFFu;
   FP4FUSE_UNROLL
   for (int i = 1; i < Words; ++i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // PTX max.u16x2 (sm_90+): VIMNMX(3).U16x2.
-    cuda::std::uint32_t t;
-    asm("max.u16x2 %0, %1, %2;" : "=r"(t) : "r"(m), "r"(w[i] & 0x7FFF7FFFu));
-    m = t;
-#else
     m = __vmaxu2(m, w[i] & 0x7FFF7FFFu);
-#endif
   }
   const cuda::std::uint32_t hi = m >> 16, lo = m & 0xFFFFu;
   return hi > lo ? hi : lo;
