@@ -49,8 +49,8 @@ namespace global_scale {
 /// (whose alpha for row r is 1 / S_r), and row r's blocks quantized with block_codec(S_r). The
 /// kernels keep the row on chip (one CTA per row, one pass over the input); rows are limited to what
 /// one CTA holds (checked; the error says the limit). NVFP4 only (MXFP4 fails to compile).
-/// Name the type at the call: a bare `{d_row_S}` converts to the `const float*` overload (a
-/// standard conversion beats the aggregate's), which would read S from that buffer instead.
+/// Name the type at the call: a bare `{d_row_S}` would convert to the `const float*` overload (a
+/// standard conversion beats the aggregate's), so the launchers refuse braced scales at compile time.
 /// \code
 /// float* d_row_S = nullptr;  // M floats in device memory
 /// const fp4fuse::global_scale::per_row row_scales{d_row_S};

@@ -62,4 +62,13 @@ using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_lay
 void per_row_grouped(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, float* row_S) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_row{row_S});
 }
+#elif CASE == 13  // expect: fp4fuse::quantize: a braced {ptr} global scale is ambiguous
+void braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, {row_S});
+}
+#elif CASE == 14  // expect: fp4fuse::swiglu_quantize: a braced {ptr} global scale is ambiguous
+void swiglu_braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
+  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
+                                                                   fp4fuse::activation::swiglu{}, out, {S});
+}
 #endif

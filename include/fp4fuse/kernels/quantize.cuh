@@ -11,6 +11,7 @@
 /// that owns it. The NVFP4 global encode scale is read from device memory (the launch can be
 /// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row).
 #include <cub/block/block_reduce.cuh>
+#include <initializer_list>
 #include <cuda/cmath>
 #include <cuda/functional>
 
@@ -397,6 +398,23 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
                                          : &detail::quantize_per_row_kernel<256, P, Format, Layout, E>,
                         out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
                         out, row_scales.encode_scales);
+}
+
+/// Refuses a braced global scale, `quantize(in, out, {ptr})`, at compile time: the `const float*`
+/// overload would take it (a standard conversion beats `global_scale::per_row`'s aggregate
+/// initialisation) and read S from what may be a row-scale output. Name the kind instead.
+/// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// using L = fp4fuse::scale_layout::linear;
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, K / 2, scales, L{M, K / 16}};
+/// const fp4fuse::matrix_view<const __nv_bfloat16> in{x, M, K, K};
+/// auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_row_S}, stream);  // not {d_row_S}
+/// \endcode
+template <class T, class Format, class Layout, class P>
+result quantize(const matrix_view<T>&, const quantized_matrix<Format, Layout>&, std::initializer_list<P>, cudaStream_t = nullptr) {
+  static_assert(sizeof(P) == 0,
+                "fp4fuse::quantize: a braced {ptr} global scale is ambiguous; pass a const float* (S per tensor) or global_scale::per_row{ptr}");
+  return {};
 }
 
 }  // namespace fp4fuse

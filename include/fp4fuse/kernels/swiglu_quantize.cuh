@@ -253,6 +253,22 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
                         matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, row_scales.encode_scales, act);
 }
 
+/// Refuses a braced global scale, `swiglu_quantize<GateUp>(gate_up, act, out, {ptr})`, at compile
+/// time, as `quantize` does: name the kind (`const float*` per tensor, or `global_scale::per_row`).
+/// \code
+/// using L = fp4fuse::scale_layout::linear;
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, I / 2, scales, L{M, I / 16}};
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out, d_S, stream);  // not {d_S}
+/// \endcode
+template <class GateUp, class Intermediate = intermediate::fp32, class T, class Activation, class Format, class Layout, class P>
+result swiglu_quantize(const matrix_view<T>&, const Activation&, const quantized_matrix<Format, Layout>&, std::initializer_list<P>,
+                       cudaStream_t = nullptr) {
+  static_assert(sizeof(P) == 0,
+                "fp4fuse::swiglu_quantize: a braced {ptr} global scale is ambiguous; pass a const float* (S per tensor) or global_scale::per_row{ptr}");
+  return {};
+}
+
 /// act(gate) * up as a compact [M, I] matrix of `Out` (bfloat16, half or float; rounded to nearest
 /// even from fp32), on `stream`. Requirements: `gate_up` [M, 2I] as for `swiglu_quantize`; `out`
 /// [M, I], 16-byte aligned, I a multiple of 16 and of G, `out.ld` a whole number of 16-byte vectors.
