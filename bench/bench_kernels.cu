@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -107,6 +109,21 @@ int main(int argc, char** argv) {
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, out, d_S)); }));
   };
 
+  // Measurement only: the quantize kernel at a fixed number of blocks per thread (the launcher picks
+  // 2 from 2^20 blocks up, 1 below).
+  auto bench_quantize_p = [&](auto p_tag, std::int64_t m, std::int64_t k) {
+    constexpr int P = decltype(p_tag)::value;
+    const in_view in{x, m, k, k};
+    const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
+    std::uint32_t tiles = 0, total = 0;
+    fp4fuse::detail::checker c("bench");
+    fp4fuse::detail::grid_extent(c, out.layout, P, tiles, total);
+    record("quantize nvfp4 bf16, " + std::to_string(P) + " blocks/thread", shape_str(m, k), quantize_bytes(m, k, 16), time_us([&] {
+             fp4fuse::detail::quantize_kernel<P, NV, SW, __nv_bfloat16><<<(total + 255) / 256, 256>>>(in, out, d_S, fp4fuse::detail::fast_div(tiles), total);
+             CHECK_CUDA(cudaGetLastError());
+           }));
+  };
+
   std::printf("== the issue's headline shapes\n");
   bench_quantize(16384, 7168);
   bench_swiglu(16384, 2048);
@@ -129,9 +146,75 @@ int main(int argc, char** argv) {
     const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes());
     record("swiglu_quantize gptoss il1", shape_str(m, 4096), gb,
            time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped{}, g_out, d_S)); }));
+    // G = 1 against G = 8 with the same activation, and the opt-in fast activations (issue 15).
+    record("swiglu_quantize nvfp4 il1 swiglu", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu{}, g_out, d_S)); }));
+    record("swiglu_quantize nvfp4 il8 swiglu_fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+    record("swiglu_quantize nvfp4 il1 swiglu_fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+    record("swiglu_quantize gptoss il1 fast", shape_str(m, 4096), gb,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped_fast{}, g_out, d_S)); }));
+    {
+      // Measurement only: the same kernel with two blocks per thread (the launcher uses one).
+      std::uint32_t tiles = 0, total = 0;
+      fp4fuse::detail::checker c("bench");
+      fp4fuse::detail::grid_extent(c, g_out.layout, 2, tiles, total);
+      const in_view guv{x, m, 4096, 4096};
+      record("swiglu_quantize il8 swiglu_fast, 2 blocks/thread", shape_str(m, 4096), gb, time_us([&] {
+               fp4fuse::detail::swiglu_quantize_kernel<2, NV, SW, IL8, fp4fuse::activation::swiglu_fast, fp4fuse::intermediate::fp32, __nv_bfloat16>
+                   <<<(total + 255) / 256, 256>>>(guv, g_out, d_S, fp4fuse::activation::swiglu_fast{}, fp4fuse::detail::fast_div(tiles), total);
+               CHECK_CUDA(cudaGetLastError());
+             }));
+      record("swiglu_quantize il8 swiglu, 2 blocks/thread", shape_str(m, 4096), gb, time_us([&] {
+               fp4fuse::detail::swiglu_quantize_kernel<2, NV, SW, IL8, fp4fuse::activation::swiglu, fp4fuse::intermediate::fp32, __nv_bfloat16>
+                   <<<(total + 255) / 256, 256>>>(guv, g_out, d_S, fp4fuse::activation::swiglu{}, fp4fuse::detail::fast_div(tiles), total);
+               CHECK_CUDA(cudaGetLastError());
+             }));
+    }
+    const fp4fuse::quantized_matrix<MX, LIN> mx_g_out{packed, 1024, scales, LIN{m, 64}};
+    record("swiglu_quantize mxfp4 il8 swiglu", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 1024 + double(m) * 64,
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));
+  }
+  bench_quantize(8192, 4096);
+  for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}, {4096, 2048}, {1024, 7168}}) {
+    bench_quantize_p(std::integral_constant<int, 1>{}, shape.first, shape.second);
+    bench_quantize_p(std::integral_constant<int, 2>{}, shape.first, shape.second);
+    bench_quantize_p(std::integral_constant<int, 4>{}, shape.first, shape.second);
+  }
+  {
+    // Per-row (per-token) global scales beside the per-tensor form (issue 15): same bytes moved
+    // plus the [M] floats of row scales.
+    float* row_S = nullptr;
+    CHECK_CUDA(cudaMalloc(&row_S, 16384 * 4));
+    for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}}) {
+      const std::int64_t m = shape.first, k = shape.second;
+      const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
+      record("quantize nvfp4 bf16 swizzled per-row S", shape_str(m, k), quantize_bytes(m, k, 16) + 4.0 * m,
+             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, out, fp4fuse::global_scale::per_row{row_S})); }));
+    }
+    const std::int64_t m = 16384;
+    const in_view gu{x, m, 4096, 4096};
+    const fp4fuse::quantized_matrix<NV, SW> g_out{packed, 1024, scales, SW{m, 128}};
+    const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes()) + 4.0 * m;
+    record("swiglu_quantize il8 swiglu per-row S", shape_str(m, 4096), gb, time_us([&] {
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+           }));
+    record("swiglu_quantize il8 swiglu_fast per-row S", shape_str(m, 4096), gb, time_us([&] {
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+           }));
+    CHECK_CUDA(cudaFree(row_S));
   }
   bench_quantize(4096, 2048);
   bench_swiglu(4096, 1024);
+  // What a copy of the same bytes achieves at the sizes whose targets are missed: at 20-90 MB the
+  // copy itself pays the launch and ramp, so it bounds any memory-bound kernel of that size.
+  for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{8192, 4096}, {4096, 2048}, {1024, 7168}}) {
+    const double moved = quantize_bytes(shape.first, shape.second, 16);
+    const std::size_t half = static_cast<std::size_t>(moved / 2) & ~std::size_t(255);
+    record("device copy, quantize's bytes", shape_str(shape.first, shape.second), 2.0 * half,
+           time_us([&] { CHECK_CUDA(cudaMemcpyAsync(y, x, half, cudaMemcpyDeviceToDevice)); }));
+  }
 
   std::printf("\n== MoE L1 rows (T tokens): quantize [T, hidden], swiglu_quantize [T, 2I]\n");
   struct model { const char* name; std::int64_t hidden, inter; };

@@ -39,4 +39,26 @@ FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_decode_scale(float global_encod
   return 1.0f / global_encode_scale;
 }
 
+/// How the standalone quantizers (`quantize`, `swiglu_quantize`) get NVFP4's global encode scale:
+/// their `const float*` overloads read one S for the whole tensor from device memory (per tensor);
+/// `global_scale::per_row` has them compute one per row (token) in the same kernel and write it out.
+namespace global_scale {
+/// One S per row (token), an output: S_r = nvfp4_global_encode_scale(max |x| over row r, NaN
+/// ignored), so a row of zeros or one holding an Inf gets S_r = 1, exactly as a tensor would;
+/// written to `encode_scales[r]` ([M] floats, device memory, 4-byte aligned) for the next GEMM
+/// (whose alpha for row r is 1 / S_r), and row r's blocks quantized with block_codec(S_r). The
+/// kernels keep the row on chip (one CTA per row, one pass over the input); rows are limited to what
+/// one CTA holds (checked; the error says the limit). NVFP4 only (MXFP4 fails to compile).
+/// Name the type at the call: a bare `{d_row_S}` would convert to the `const float*` overload (a
+/// standard conversion beats the aggregate's), so the launchers refuse braced scales at compile time.
+/// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// const fp4fuse::global_scale::per_row row_scales{d_row_S};
+/// \endcode
+struct per_row {
+  /// [M] floats in device memory: S of each row, written by the kernel.
+  float* encode_scales;
+};
+}  // namespace global_scale
+
 }  // namespace fp4fuse

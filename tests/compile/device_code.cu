@@ -171,9 +171,25 @@ void use(F f) {
   sink = reinterpret_cast<const void*>(f);
 }
 
+// quantize and swiglu_quantize are overloaded on the global scale (S in device memory, or
+// global_scale::per_row): each address names its overload.
+template <class Scale, class T, class Format, class Layout>
+void use_quantize() {
+  using fn = result (*)(const matrix_view<T>&, const quantized_matrix<Format, Layout>&, Scale, cudaStream_t);
+  use(static_cast<fn>(&quantize<T, Format, Layout>));
+}
+template <class GateUp, class Intermediate, class T, class Activation, class Format, class Layout, class Scale = const float*>
+void use_swiglu_quantize() {
+  using fn = result (*)(const matrix_view<T>&, const Activation&, const quantized_matrix<Format, Layout>&, Scale, cudaStream_t);
+  use(static_cast<fn>(&swiglu_quantize<GateUp, Intermediate, T, Activation, Format, Layout>));
+}
+
 template <class Format, class Layout, class... T>
 void quantize_for(list<T...>) {
-  (use(&quantize<const T, Format, Layout>), ...);
+  (use_quantize<const float*, const T, Format, Layout>(), ...);
+  if constexpr (Format::has_global_scale) {
+    (use_quantize<global_scale::per_row, const T, Format, Layout>(), ...);
+  }
   (use(&dequantize<Format, Layout, T>), ...);
 }
 
@@ -189,16 +205,23 @@ void instantiate() {
 
   // swiglu_quantize: each element type, gate/up layout, activation, intermediate and format at
   // least once, and each format with each layout.
-  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, nvfp4_te, swizzled>);
-  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const f16, activation::swiglu, nvfp4_te, swizzled>);
-  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const float, activation::swiglu, nvfp4_te, swizzled>);
-  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::bf16, const bf16, activation::swiglu, nvfp4_te, swizzled>);
-  use(&swiglu_quantize<gate_up::split_gate_first, intermediate::fp32, const bf16, activation::swiglu_clamped, nvfp4_te, linear>);
-  use(&swiglu_quantize<gate_up::split_up_first, intermediate::fp32, const bf16, activation::geglu_tanh, nvfp4_vllm, linear>);
-  use(&swiglu_quantize<gate_up::interleaved<1>, intermediate::bf16, const bf16, activation::swiglu_clamped, nvfp4_vllm, swizzled>);
-  use(&swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, mxfp4_ocp, linear>);
-  use(&swiglu_quantize<gate_up::split_gate_first, intermediate::bf16, const f16, activation::geglu_tanh, mxfp4_up, swizzled>);
-  use(&swiglu_quantize<gate_up::interleaved<64>, intermediate::fp32, const float, activation::swiglu_clamped, mxfp4_ocp, swizzled>);
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, nvfp4_te, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const f16, activation::swiglu, nvfp4_te, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const float, activation::swiglu, nvfp4_te, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::bf16, const bf16, activation::swiglu, nvfp4_te, swizzled>();
+  use_swiglu_quantize<gate_up::split_gate_first, intermediate::fp32, const bf16, activation::swiglu_clamped, nvfp4_te, linear>();
+  use_swiglu_quantize<gate_up::split_up_first, intermediate::fp32, const bf16, activation::geglu_tanh, nvfp4_vllm, linear>();
+  use_swiglu_quantize<gate_up::interleaved<1>, intermediate::bf16, const bf16, activation::swiglu_clamped, nvfp4_vllm, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, mxfp4_ocp, linear>();
+  use_swiglu_quantize<gate_up::split_gate_first, intermediate::bf16, const f16, activation::geglu_tanh, mxfp4_up, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<64>, intermediate::fp32, const float, activation::swiglu_clamped, mxfp4_ocp, swizzled>();
+
+  // Per-row global scales and the fast activations.
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu, nvfp4_te, swizzled, global_scale::per_row>();
+  use_swiglu_quantize<gate_up::interleaved<1>, intermediate::bf16, const f16, activation::swiglu_clamped, nvfp4_vllm, linear, global_scale::per_row>();
+  use_swiglu_quantize<gate_up::split_gate_first, intermediate::fp32, const float, activation::swiglu_fast, nvfp4_te, linear, global_scale::per_row>();
+  use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu_fast, nvfp4_te, swizzled>();
+  use_swiglu_quantize<gate_up::interleaved<1>, intermediate::fp32, const bf16, activation::swiglu_clamped_fast, mxfp4_ocp, swizzled>();
 
   // swiglu (compact output): each output type, gate/up layout and activation.
   use(&swiglu<gate_up::split_gate_first, const bf16, activation::swiglu, bf16>);

@@ -110,6 +110,22 @@ std::vector<bad_call> bad_calls() {
                  return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed + 8, K / 2, p.scales, L{M, 2}}, nullptr);
                },
                status::misaligned_pointer, "16-byte access per MXFP4 block"});
+  // quantize with per-row global scales (row scales: the S buffer, which must stay untouched)
+  const auto qr = [](mv in, qm out, float* row_S) { return fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{row_S}); };
+  v.push_back({"quantize per-row: null row scales", [&](const pointers& p) { return qr(mv{p.in, M, K, K}, nv_out(p), nullptr); },
+               status::null_pointer, "row_scales.encode_scales is null"});
+  v.push_back({"quantize per-row: misaligned row scales", [&](const pointers& p) {
+                 return qr(mv{p.in, M, K, K}, nv_out(p), reinterpret_cast<float*>(reinterpret_cast<char*>(p.S) + 2));
+               },
+               status::misaligned_pointer, "row_scales.encode_scales"});
+  v.push_back({"quantize per-row: a row longer than one CTA holds", [&](const pointers& p) {
+                 return qr(mv{p.in, M, 16384 + 64, 16384 + 64}, qm{p.packed, (16384 + 64) / 2, p.scales, L{M, 1028}}, p.S);
+               },
+               status::bad_shape, "at most 1024 scale columns (16384 elements), the output has 1028"});
+  v.push_back({"quantize per-row: null input", [&](const pointers& p) { return qr(mv{nullptr, M, K, K}, nv_out(p), p.S); },
+               status::null_pointer, "in.data is null"});
+  v.push_back({"quantize per-row: shapes differ", [&](const pointers& p) { return qr(mv{p.in, M + 1, K, K}, nv_out(p), p.S); },
+               status::bad_shape, "in is [5, 64] but out (its layout) is [4, 64]"});
   // swiglu_quantize
   const auto sq_out = [](const pointers& p) { return qm{p.packed, I / 2, p.scales, L{M, I / 16}}; };
   v.push_back({"swiglu_quantize: null input", [&](const pointers& p) { return sq(mv{nullptr, M, 2 * I, 2 * I}, sq_out(p), p.S); },
@@ -127,6 +143,18 @@ std::vector<bad_call> bad_calls() {
                status::null_pointer, "global_encode_scale"});
   v.push_back({"swiglu_quantize: rows differ", [&](const pointers& p) { return sq(mv{p.in, M + 1, 2 * I, 2 * I}, sq_out(p), p.S); },
                status::bad_shape, "gate_up is [5, 128] but the output is [4, 64]"});
+  const auto sqr = [](mv in, qm out, float* row_S) {
+    return fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(in, fp4fuse::activation::swiglu{}, out, fp4fuse::global_scale::per_row{row_S});
+  };
+  v.push_back({"swiglu_quantize per-row: null row scales", [&](const pointers& p) { return sqr(mv{p.in, M, 2 * I, 2 * I}, sq_out(p), nullptr); },
+               status::null_pointer, "row_scales.encode_scales is null"});
+  v.push_back({"swiglu_quantize per-row: I beyond one CTA", [&](const pointers& p) {
+                 const std::int64_t wide = 8192 + 64;
+                 return sqr(mv{p.in, M, 2 * wide, 2 * wide}, qm{p.packed, wide / 2, p.scales, L{M, wide / 16}}, p.S);
+               },
+               status::bad_shape, "at most 512 scale columns (8192 elements), the output has 516"});
+  v.push_back({"swiglu_quantize per-row: gate_up not 2I wide", [&](const pointers& p) { return sqr(mv{p.in, M, I, I}, sq_out(p), p.S); },
+               status::bad_shape, "gate_up must be [M, 2I]"});
   // swiglu
   using ov = fp4fuse::matrix_view<__nv_bfloat16>;
   const auto sw = [](mv in, ov out) { return fp4fuse::swiglu<gate_up::split_gate_first>(in, fp4fuse::activation::swiglu{}, out); };
@@ -192,6 +220,11 @@ TEST_CASE("launchers: empty matrices succeed without launching", "[validation]")
   CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::activation::swiglu{},
                                                                             fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
                                                                             p.S)));
+  CHECK(static_cast<bool>(fp4fuse::quantize(mv{p.in, 0, K, K}, fp4fuse::quantized_matrix<NV, Lin>{p.packed, K / 2, p.scales, Lin{0, 4}},
+                                            fp4fuse::global_scale::per_row{p.S})));
+  CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::activation::swiglu{},
+                                                                            fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
+                                                                            fp4fuse::global_scale::per_row{p.S})));
 }
 
 TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device", "[validation]") {
@@ -208,6 +241,9 @@ TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device"
   CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
   const fp4fuse::result a = fp4fuse::amax(mv{p.in, M, K, K}, p.amax);
   CHECK(a.code == status::no_device);
+  const fp4fuse::result row = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}},
+                                                fp4fuse::global_scale::per_row{p.S});
+  CHECK(row.code == status::no_device);
 }
 
 TEST_CASE("launchers [gpu]: refused calls leave every poisoned buffer untouched", "[gpu][validation]") {

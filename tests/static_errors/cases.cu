@@ -108,4 +108,27 @@ using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_lay
 __global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   fp4fuse::write_scale_padding_beyond_grid(out, {{64, 2}, {64, 2}}, {0, 0, {64, 2}}, static_cast<int>(threadIdx.x), 128);
 }
+#elif CASE == 23  // expect: fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+void per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32}, out, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 24  // expect: fp4fuse::swiglu_quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+void swiglu_per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out, float* row_S) {
+  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
+                                                                   fp4fuse::activation::swiglu{}, out, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 25  // expect: fp4fuse::quantize: a grouped (MoE) scale layout is written per expert
+using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+void per_row_grouped(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 26  // expect: fp4fuse::quantize: a braced {ptr} global scale is ambiguous
+void braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, {row_S});
+}
+#elif CASE == 27  // expect: fp4fuse::swiglu_quantize: a braced {ptr} global scale is ambiguous
+void swiglu_braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
+  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
+                                                                   fp4fuse::activation::swiglu{}, out, {S});
+}
 #endif

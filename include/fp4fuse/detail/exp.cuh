@@ -51,6 +51,17 @@ FP4FUSE_HOST_DEVICE float clamp_keep_nan(float x, float lo, float hi) {
 #endif
 }
 
+/// min(x, hi) keeping a NaN x (PTX `min.NaN`; the host twin compares).
+FP4FUSE_HOST_DEVICE float min_keep_nan(float x, float hi) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(hi));
+  return r;
+#else
+  return x != x ? x : (x > hi ? hi : x);
+#endif
+}
+
 /// e^x: NaN -> NaN, +Inf above 88.7228, +0 below -103.98 (the argument is clamped to
 /// [-104, 89], where the result already over- or underflows).
 FP4FUSE_HOST_DEVICE float exp_portable(float x) {
@@ -76,6 +87,41 @@ FP4FUSE_HOST_DEVICE float exp_portable(float x) {
   const float s1 = bits_float(static_cast<cuda::std::uint32_t>(half) * (1u << 23) + (127u << 23));
   const float s2 = bits_float(static_cast<cuda::std::uint32_t>(ni - half) * (1u << 23) + (127u << 23));
   return mul_rn(mul_rn(p, s1), s2);
+}
+
+/// log2(e) in float, the factor that turns e^x into 2^(x log2 e) for the hardware exp2.
+inline constexpr float log2e_f = 1.44269504088896341f;
+
+/// 2^x with the hardware approximation (`ex2.approx.ftz.f32`, MUFU.EX2) on the device, std::exp2 on
+/// the host: the opt-in fast activations' exponential. Not bit-identical between host and device.
+FP4FUSE_HOST_DEVICE float exp2_fast(float x) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return std::exp2(x);
+#endif
+}
+
+/// 1/x with the hardware approximation (`rcp.approx.ftz.f32`, MUFU.RCP) on the device, IEEE 1/x on
+/// the host: the opt-in fast activations' division.
+FP4FUSE_HOST_DEVICE float rcp_fast(float x) {
+#if FP4FUSE_DEVICE_PASS
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return 1.0f / x;
+#endif
+}
+
+/// x * (1 / (1 + 2^(-x log2 e))) with the fast exp and reciprocal: the sigmoid-weighted x of the
+/// fast activations (silu(x) for slope 1). For x below -126 / slope_log2e (-87.3 for silu) the
+/// reciprocal is below 2^-126 and `ftz` flushes it (beyond -88.7 the exponential is +Inf): the result
+/// is -0 where the exact value is below 1e-35 in magnitude.
+FP4FUSE_HOST_DEVICE float x_sigmoid_fast(float x, float slope_log2e) {
+  return mul_rn(x, rcp_fast(add_rn(1.0f, exp2_fast(mul_rn(x, -slope_log2e)))));
 }
 
 /// 1 / (1 + e^-x), IEEE division.

@@ -3,15 +3,23 @@
 /// Standalone quantization: [M, K] row-major bfloat16/half/float (leading dimension ld, in
 /// elements) -> packed E2M1 [M, K/2] (leading dimension in bytes) + block scales in a scale layout.
 ///
-/// One thread per block of 16 (NVFP4) or 32 (MXFP4) elements: 16-byte streaming loads, the block
-/// amax in registers, one 8- or 16-byte store. The grid covers the scale layout's padded extent, so
-/// every padding scale byte is written as 0x00 by the thread that owns it. The NVFP4 global encode
-/// scale is read from device memory (the launch can be captured in a CUDA graph).
+/// A warp per tile of 32 x P consecutive scale blocks of one row (P = 2 for large launches, 1 for
+/// small ones; lane l owns blocks l + 32 p, so every load and store of the warp is coalesced):
+/// 16-byte streaming loads, the block amax and encoding in registers (detail/fast_block_encode.cuh:
+/// the codec's bits with fewer instructions), one 8- or 16-byte store per block. The grid covers
+/// the scale layout's padded extent, so every padding scale byte is written as 0x00 by the thread
+/// that owns it. The NVFP4 global encode scale is read from device memory (the launch can be
+/// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row).
+#include <cub/block/block_reduce.cuh>
+#include <initializer_list>
 #include <cuda/cmath>
+#include <cuda/functional>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/fast_block_encode.cuh"
 #include "fp4fuse/detail/kernel_support.cuh"
 #include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/scale_layout.cuh"
@@ -21,109 +29,290 @@ namespace fp4fuse {
 
 namespace detail {
 
-/// Scale blocks per thread. Measured on the H200 (bench/HISTORY.md, first session): one NVFP4 block
-/// per thread beats two (65% vs 48% of copy bandwidth on [16384, 7168]): two blocks need 72-96
-/// registers, and the lost occupancy costs more than the amortised index math saves.
+/// Scale blocks per thread of the tiled quantize kernel for inputs of `input_bytes_per_block`: two
+/// (one for float MXFP4, 128 bytes a block), so that a thread has 64-128 bytes of loads in flight
+/// and shares its index arithmetic, the codec's per-tensor constants and the load of S between its
+/// blocks. Measured on the H200 (bench/HISTORY.md, sixth session; bf16 NVFP4, % of copy
+/// bandwidth, 1 / 2 / 4 blocks per thread): [16384, 7168] 81.4 / 84.9 / 84.5, [8192, 4096]
+/// 77.0 / 79.6 / 76.9, [4096, 2048] 51.3 / 51.0 / 47.5. (The first session measured two blocks
+/// per thread slower than one: that version held every block as 16 floats in 72-96 registers and
+/// its threads' blocks were not coalesced across the warp.)
 template <class Format>
-inline constexpr int blocks_per_thread = 1;
+constexpr int blocks_per_thread_for(int input_bytes_per_block) {
+  return input_bytes_per_block >= 128 ? 1 : 2;
+}
 
-/// Where a thread works: `row`, first scale column `col0` of its group of `blocks_per_thread`.
+/// Blocks per thread of the per-row kernels, which hold a whole row: 4 for 16-bit inputs, 2 for
+/// float (NVFP4), so that one CTA of 256 threads holds 1024 or 512 blocks.
+template <class T>
+inline constexpr int row_blocks_per_thread = sizeof(T) == 2 ? 4 : 2;
+
+/// Lanes of a warp: a warp owns 32 * P consecutive scale columns of one row (a "column tile"), lane
+/// l the columns tile_start + l + 32 p, p < P, so that every load and store instruction of the warp
+/// touches consecutive blocks (coalesced, as with one block per thread).
+inline constexpr int lanes = 32;
+
+/// Where a thread works: `row`, and its first scale column `col0`; its blocks are col0 + 32 p.
 struct thread_position {
   cuda::std::uint32_t row, col0;
 };
 
-/// The thread's position in the padded scale extent, grouped by `group` columns; false when the
-/// thread has nothing to do.
-FP4FUSE_DEVICE bool locate(fast_div groups_per_row, cuda::std::uint32_t total, int group, thread_position& pos) {
+/// The thread's position: warps enumerate (row, column tile) pairs of the padded scale extent,
+/// `tiles_per_row` tiles of 32 * P columns per row; false past the last warp's threads.
+FP4FUSE_DEVICE bool locate(fast_div tiles_per_row, cuda::std::uint32_t total, int P, thread_position& pos) {
   const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) {
     return false;
   }
-  pos.row = groups_per_row(idx);
-  pos.col0 = (idx - pos.row * groups_per_row.divisor) * group;
+  const cuda::std::uint32_t warp = idx / lanes;
+  pos.row = tiles_per_row(warp);
+  pos.col0 = (warp - pos.row * tiles_per_row.divisor) * (lanes * P) + idx % lanes;
   return true;
 }
 
-/// The body every quantizing kernel shares: the thread owns `blocks_per_thread` scale columns of
-/// one row. `source.load(p, col)` fetches block p's inputs (all loads are issued before any store:
-/// the stores may alias the input as far as the compiler knows, so loads issued after them would
-/// wait, leaving one block in flight per thread); `source.values(p, x)` turns them into the floats
-/// to quantize. Padding scale positions get 0x00.
-template <class Format, class Layout, class Source>
+/// Byte distance in the scale tensor between columns c and c + 32 of one row, for the layouts where
+/// it does not depend on c (linear: 32; swizzled_128x4: 8 tiles of 512 bytes); 0 for other
+/// layouts, whose offsets are computed block by block.
+template <class Layout>
+inline constexpr cuda::std::int64_t scale_stride_32 = cuda::std::is_same_v<Layout, scale_layout::linear>           ? 32
+                                                      : cuda::std::is_same_v<Layout, scale_layout::swizzled_128x4> ? 8 * 512
+                                                                                                                     : 0;
+
+/// The body every quantizing kernel shares: the thread owns the P scale columns col0 + 32 p of one
+/// row. `source.load(p)` fetches block p's inputs (all loads are issued before any store: the
+/// stores may alias the input as far as the compiler knows, so loads issued after them would wait);
+/// `source.quantize(codec, p)` returns the block quantized exactly as `codec.quantize` of its
+/// values would (detail::quantize_block_fast). Padding scale positions get 0x00.
+template <int P, class Format, class Layout, class Source>
 FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>& out, thread_position pos,
                                           const float* global_encode_scale, Source& source) {
   using codec_t = block_codec<Format>;
   constexpr int B = Format::block_size;
-  constexpr int P = blocks_per_thread<Format>;
   const Layout& layout = out.layout;
+  // 32-bit column arithmetic: the launchers keep padded_cols below 2^31.
+  const auto padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
   bool valid[P];
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    // Beyond padded_cols (odd column count, linear layout) there is nothing to load or write.
-    valid[p] = pos.col0 + p < layout.padded_cols() && !layout.is_padding(pos.row, pos.col0 + p);
+    const cuda::std::uint32_t col = pos.col0 + lanes * p;
+    // Beyond padded_cols (the row's last tile) there is nothing to load or write.
+    if constexpr (scale_stride_32<Layout> != 0) {
+      // Their padding is row >= rows or column >= scale_cols (32-bit: the grid is).
+      valid[p] = pos.row < static_cast<cuda::std::uint32_t>(layout.rows) && col < static_cast<cuda::std::uint32_t>(layout.scale_cols);
+    } else {
+      valid[p] = col < padded_cols && !layout.is_padding(pos.row, col);
+    }
     if (valid[p]) {
-      source.load(p, pos.col0 + p);
+      source.load(p);
     }
   }
+  if (pos.col0 >= padded_cols) {
+    return;
+  }
   const codec_t codec(Format::has_global_scale ? *global_encode_scale : 1.0f);
-  cuda::std::uint8_t* out_row = out.packed + pos.row * out.ld_packed;
+  cuda::std::uint8_t* packed_out = out.packed + pos.row * out.ld_packed + pos.col0 * (B / 2);
+  cuda::std::uint8_t* scale_base = out.scales + layout.offset(pos.row, pos.col0);
   FP4FUSE_UNROLL
   for (int p = 0; p < P; ++p) {
-    const cuda::std::uint32_t col = pos.col0 + p;
-    if (col >= layout.padded_cols()) {
+    if (pos.col0 + lanes * p >= padded_cols) {
       break;
     }
-    cuda::std::uint8_t* scale_out = out.scales + layout.offset(pos.row, col);
+    cuda::std::uint8_t* scale_out =
+        scale_stride_32<Layout> != 0 ? scale_base + p * scale_stride_32<Layout> : out.scales + layout.offset(pos.row, pos.col0 + lanes * p);
     if (!valid[p]) {
       *scale_out = 0;
       continue;
     }
-    float x[B];
-    source.values(p, x);
-    const auto block = codec.quantize(x);
+    const auto block = source.quantize(codec, p);
     *scale_out = block.scale;
-    store_words(out_row + col * (B / 2), block.packed);
+    store_words(packed_out + p * (lanes * B / 2), block.packed);
   }
 }
 
-/// quantize's source: B contiguous elements per block, converted to float.
-template <class T, int B, int P>
+/// quantize's source: B contiguous elements per block, kept as the loaded words until the block is
+/// quantized.
+template <class T, int B, int P, int Stride = lanes>
 struct matrix_blocks {
-  // A constructor rather than aggregate initialisation, which would zero x on the hot path.
-  FP4FUSE_DEVICE explicit matrix_blocks(const T* row_start) : row(row_start) {}
-  const T* row;
-  float x[P][B];
-  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) { load_floats(row + col * B, x[p]); }
-  FP4FUSE_DEVICE void values(int p, float (&out)[B]) const {
+  static constexpr int words = B * static_cast<int>(sizeof(T)) / 4;
+  // A constructor rather than aggregate initialisation, which would zero the words on the hot path.
+  FP4FUSE_DEVICE explicit matrix_blocks(const T* first_block) : first(first_block) {}
+  const T* first;
+  cuda::std::uint32_t raw[P][words];
+  FP4FUSE_DEVICE void load(int p) {
+    const uint4* v = reinterpret_cast<const uint4*>(first + p * (Stride * B));
+    FP4FUSE_UNROLL
+    for (int i = 0; i < words / 4; ++i) {
+      const uint4 r = load_once(v + i);
+      raw[p][4 * i] = r.x;
+      raw[p][4 * i + 1] = r.y;
+      raw[p][4 * i + 2] = r.z;
+      raw[p][4 * i + 3] = r.w;
+    }
+  }
+  FP4FUSE_DEVICE void values(int p, float (&x)[B]) const {
+    constexpr int per_word = sizeof(T) == 2 ? 2 : 1;
+    FP4FUSE_UNROLL
+    for (int w = 0; w < words; ++w) {
+      unpack_word(raw[p][w], T{}, &x[w * per_word]);
+    }
+  }
+  /// The block's amax with NaN elements ignored (max_num): its part of a row amax.
+  FP4FUSE_DEVICE float row_amax(int p) {
+    float x[B];
+    values(p, x);
+    float m = 0.0f;
     FP4FUSE_UNROLL
     for (int i = 0; i < B; ++i) {
-      out[i] = x[p][i];
+      m = fmaxf(m, fabsf(x[i]));
+    }
+    return m;
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize_after_amax(const Codec& codec, int p) const {
+    return quantize(codec, p);
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+    float x[B];
+    values(p, x);
+    if constexpr (sizeof(T) == 2) {
+      // The amax from the magnitude bits (exact: every 16-bit value is exact in float); NaN or
+      // Inf anywhere gives a non-finite amax.
+      const cuda::std::uint32_t m = max_magnitude_bits16<words>(raw[p]);
+      float amax;
+      if constexpr (cuda::std::is_same_v<T, __nv_bfloat16>) {
+        amax = bits_float(m << 16);
+      } else {
+        amax = __half2float(__ushort_as_half(static_cast<unsigned short>(m)));
+      }
+      return quantize_block_fast(codec, x, amax, [&](int w, const float*) { return sign_bytes_of_halves(&raw[p][4 * w]); });
+    } else {
+      return quantize_block_fast(codec, x, amax_or_nonfinite(x), [](int, const float* y) { return sign_bytes_of_floats(y); });
     }
   }
 };
 
-template <class Format, class Layout, class T>
+template <int P, class Format, class Layout, class T>
 __global__ void __launch_bounds__(256) quantize_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
                                                        const float* global_encode_scale, fast_div groups_per_row,
                                                        cuda::std::uint32_t total) {
   thread_position pos;
-  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  matrix_blocks<T, Format::block_size, blocks_per_thread<Format>> source(in.data + pos.row * in.ld);
-  quantize_owned_blocks(out, pos, global_encode_scale, source);
+  matrix_blocks<T, Format::block_size, P> source(in.data + pos.row * in.ld + pos.col0 * Format::block_size);
+  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
 
-/// The grid of the quantizing kernels: one thread per `group` scale columns of the layout's padded
-/// extent (so every padding byte is written); a failure in `c` past 31-bit indexing.
+/// Most threads per CTA of the per-row kernels: a CTA quantizes one row.
+inline constexpr int row_threads = 256;
+
+/// Scale columns a per-row kernel holds on chip for one row: P blocks per thread.
+template <int P>
+inline constexpr cuda::std::int64_t row_capacity = cuda::std::int64_t{row_threads} * P;
+
+/// Threads per CTA for a row of `padded_cols` scale columns: the fewest of 64, 128, 256 that hold
+/// it with P blocks each (smaller CTAs put more rows in flight per SM).
+inline int row_threads_for(cuda::std::int64_t padded_cols, int P) { return padded_cols <= 64 * P ? 64 : padded_cols <= 128 * P ? 128 : 256; }
+
+/// The per-row body: the CTA owns row `row`, thread t the scale columns t + 256 p. Loads the
+/// row's blocks, reduces the row amax (NaN ignored) across the CTA, writes
+/// S = nvfp4_global_encode_scale(amax) to row_scales[row] and quantizes the blocks, still in
+/// registers, with block_codec(S). Rows at or past `layout.rows` (swizzled padding) get 0x00
+/// scales. Precondition: padded_cols <= 256 P (validated by the launchers).
+template <int Threads, int P, class Format, class Layout, class Source>
+FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& out, cuda::std::uint32_t row, float* row_scales,
+                                        Source& source) {
+  constexpr int B = Format::block_size;
+  const Layout& layout = out.layout;
+  const auto padded_cols = static_cast<cuda::std::uint32_t>(layout.padded_cols());
+  const cuda::std::uint32_t col0 = threadIdx.x;
+  bool valid[P];
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = col0 + Threads * p;
+    valid[p] = col < padded_cols && !layout.is_padding(row, col);
+    if (valid[p]) {
+      source.load(p);
+    }
+  }
+  float amax = 0.0f;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    if (valid[p]) {
+      amax = fmaxf(amax, source.row_amax(p));
+    }
+  }
+  using reduce_t = cub::BlockReduce<float, Threads>;
+  __shared__ typename reduce_t::TempStorage storage;
+  __shared__ float row_amax;
+  // Every partial is +0 or positive (or +Inf): the maximum is the row's amax with NaN ignored.
+  const float reduced = reduce_t(storage).Reduce(amax, cuda::maximum<>{});
+  if (threadIdx.x == 0) {
+    row_amax = reduced;
+  }
+  __syncthreads();
+  const float S = nvfp4_global_encode_scale(row_amax);
+  if (threadIdx.x == 0 && row < static_cast<cuda::std::uint64_t>(layout.rows)) {
+    row_scales[row] = S;
+  }
+  const block_codec<Format> codec(S);
+  cuda::std::uint8_t* packed_row = out.packed + row * out.ld_packed;
+  FP4FUSE_UNROLL
+  for (int p = 0; p < P; ++p) {
+    const cuda::std::uint32_t col = col0 + Threads * p;
+    if (col >= padded_cols) {
+      break;
+    }
+    cuda::std::uint8_t* scale_out = out.scales + layout.offset(row, col);
+    if (!valid[p]) {
+      *scale_out = 0;
+      continue;
+    }
+    const auto block = source.quantize_after_amax(codec, p);
+    *scale_out = block.scale;
+    store_words(packed_row + col * (B / 2), block.packed);
+  }
+}
+
+template <int Threads, int P, class Format, class Layout, class T>
+__global__ void __launch_bounds__(Threads) quantize_per_row_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
+                                                                   float* row_scales) {
+  const cuda::std::uint32_t row = blockIdx.x;
+  matrix_blocks<T, Format::block_size, P, Threads> source(in.data + row * in.ld + threadIdx.x * Format::block_size);
+  quantize_row_blocks<Threads, P>(out, row, row_scales, source);
+}
+
+/// The checks of the per-row launchers: NVFP4, `encode_scales` non-null and 4-byte aligned, the
+/// padded row within what one CTA holds, the row count within the grid.
+template <class Format, class Layout>
+inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& out, const float* encode_scales, cuda::std::int64_t capacity) {
+  c.not_null(encode_scales, "row_scales.encode_scales");
+  c.aligned(encode_scales, 4, "row_scales.encode_scales", "floats");
+  c.require(out.layout.padded_cols() <= capacity, status::bad_shape,
+            "per-row global scales keep a row on chip: at most %lld scale columns (%lld elements), the output has %lld",
+            static_cast<long long>(capacity), static_cast<long long>(capacity * Format::block_size),
+            static_cast<long long>(out.layout.padded_cols()));
+  c.grid(out.layout.padded_rows(), "padded rows of the output layout (one CTA each)");
+}
+
+/// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) from
+/// 2^20 blocks, one block per thread below, where more, thinner threads hide latency at least as
+/// well (measured on the H200, bench/HISTORY.md, sixth session: [1024, 7168] 48.0% of copy
+/// bandwidth with one, 47.5% with two, 43.6% with four).
+inline int blocks_per_thread_at(cuda::std::int64_t blocks, int wide) { return blocks >= (cuda::std::int64_t{1} << 20) ? wide : 1; }
+
+/// The grid of the quantizing kernels: a warp per tile of 32 * P scale columns of the layout's
+/// padded extent (so every padding byte is written; `locate`); a failure in `c` past 31-bit
+/// indexing.
 template <class Layout>
-inline void grid_extent(checker& c, const Layout& layout, int group, cuda::std::uint32_t& groups_per_row, cuda::std::uint32_t& total) {
-  const cuda::std::int64_t groups = cuda::ceil_div(layout.padded_cols(), cuda::std::int64_t{group});
-  c.grid(layout.padded_rows() * groups, "padded rows x scale columns of the output layout");
+inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint32_t& tiles_per_row, cuda::std::uint32_t& total) {
+  const cuda::std::int64_t tiles = cuda::ceil_div(layout.padded_cols(), cuda::std::int64_t{lanes} * P);
+  c.grid(layout.padded_rows() * tiles * lanes, "padded rows x scale columns of the output layout, in tiles of 32 x blocks per thread");
   c.grid(layout.padded_cols(), "padded scale columns of the output layout");
   if (c) {
-    groups_per_row = static_cast<cuda::std::uint32_t>(groups);
-    total = static_cast<cuda::std::uint32_t>(layout.padded_rows() * groups);
+    tiles_per_row = static_cast<cuda::std::uint32_t>(tiles);
+    total = static_cast<cuda::std::uint32_t>(layout.padded_rows() * tiles * lanes);
   }
 }
 
@@ -132,11 +321,14 @@ inline void grid_extent(checker& c, const Layout& layout, int group, cuda::std::
 /// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`.
 ///
 /// Numerics: each block exactly as `block_codec<Format>::quantize` on the host (bit-identical;
-/// tests/kernels/quantize.cu). Scales go to `out.layout` (built for {M, K / block}); its padding is
+/// tests/kernels/quantize.cu; `recipe::vllm`: as the device codec, whose rcp.approx multiplier is
+/// not the host's). Scales go to `out.layout` (built for {M, K / block}); its padding is
 /// written as 0x00. Requirements: `in` [M, K] bf16/half/float, 16-byte aligned, K a multiple of the
 /// block size, `in.ld` a whole number of 16-byte vectors; `out` of the same shape; NVFP4 needs S in
 /// device memory (`global_encode_scale`), MXFP4 takes nullptr. Everything is validated before any
 /// CUDA call; on error nothing is launched or written and the result names the argument.
+/// Overloaded on the global scale (this one, or `global_scale::per_row`): to take the address of a
+/// `quantize` specialisation, cast to its function pointer type (tests/compile/device_code.cu).
 /// \code
 /// using F = fp4fuse::format::nvfp4<>;
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
@@ -159,12 +351,70 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
             "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
             static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  if (c) detail::grid_extent(c, out.layout, detail::blocks_per_thread<Format>, groups_per_row, total);
+  constexpr int wide = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  const int P = detail::blocks_per_thread_at(out.layout.padded_rows() * out.layout.padded_cols(), wide);
+  if (c) detail::grid_extent(c, out.layout, P, groups_per_row, total);
   if (!c) return c.outcome();
   if (in.rows == 0) return {};
-  return detail::launch(&detail::quantize_kernel<Format, Layout, E>, cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize",
-                        matrix_view<const E>{in.data, in.rows, in.cols, in.ld}, out, global_encode_scale,
+  const matrix_view<const E> input{in.data, in.rows, in.cols, in.ld};
+  return detail::launch(P == 1 ? &detail::quantize_kernel<1, Format, Layout, E> : &detail::quantize_kernel<wide, Format, Layout, E>,
+                        cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out, global_encode_scale,
                         detail::fast_div(groups_per_row), total);
+}
+
+/// Quantizes a row-major [M, K] matrix to NVFP4 with one global scale per row, on `stream`.
+///
+/// Numerics: row r exactly as the host composition S_r = nvfp4_global_encode_scale(row amax, NaN
+/// ignored), then `block_codec<Format>(S_r).quantize` of each block (bit-identical;
+/// tests/kernels/quantize.cu; `recipe::vllm`: S_r the host's, the blocks as the device codec's); S_r goes to `row_scales.encode_scales[r]`. Requirements as the
+/// per-tensor `quantize`, NVFP4 only, and the padded row within 256 x 4 blocks for 16-bit inputs
+/// (16384 elements; 256 x 2 for float). Validated before any CUDA call; on error nothing is written.
+/// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{packed, K / 2, scales, {M, K / 16}};
+/// auto r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// \endcode
+template <class T, class Format, class Layout>
+result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>& out, global_scale::per_row row_scales,
+                cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::quantize: the input must be __nv_bfloat16, __half or float");
+  static_assert(Format::has_global_scale, "fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  constexpr int P = detail::row_blocks_per_thread<E>;
+  detail::checker c("fp4fuse::quantize");
+  c.matrix(in, "in", 1, Format::block_size, "the NVFP4 block size");
+  c.quantized(out, "out");
+  c.require(in.rows == out.rows() && in.cols == out.cols(), status::bad_shape,
+            "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
+            static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
+  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<P>);
+  if (!c) return c.outcome();
+  if (in.rows == 0) return {};
+  const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
+  return detail::launch(threads == 64    ? &detail::quantize_per_row_kernel<64, P, Format, Layout, E>
+                        : threads == 128 ? &detail::quantize_per_row_kernel<128, P, Format, Layout, E>
+                                         : &detail::quantize_per_row_kernel<256, P, Format, Layout, E>,
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
+                        out, row_scales.encode_scales);
+}
+
+/// Refuses a braced global scale, `quantize(in, out, {ptr})`, at compile time: the `const float*`
+/// overload would take it (a standard conversion beats `global_scale::per_row`'s aggregate
+/// initialisation) and read S from what may be a row-scale output. Name the kind instead.
+/// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// using L = fp4fuse::scale_layout::linear;
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, K / 2, scales, L{M, K / 16}};
+/// const fp4fuse::matrix_view<const __nv_bfloat16> in{x, M, K, K};
+/// auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_row_S}, stream);  // not {d_row_S}
+/// \endcode
+template <class T, class Format, class Layout, class P>
+result quantize(const matrix_view<T>&, const quantized_matrix<Format, Layout>&, std::initializer_list<P>, cudaStream_t = nullptr) {
+  static_assert(sizeof(P) == 0,
+                "fp4fuse::quantize: a braced {ptr} global scale is ambiguous; pass a const float* (S per tensor) or global_scale::per_row{ptr}");
+  return {};
 }
 
 }  // namespace fp4fuse

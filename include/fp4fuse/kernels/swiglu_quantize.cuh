@@ -4,8 +4,8 @@
 /// act(gate) * up as NVFP4/MXFP4 [M, I/2] + scales (`swiglu_quantize`), or as a compact
 /// bfloat16/half/float [M, I] (`swiglu`).
 ///
-/// One thread per output block: the gate and up runs of the block are loaded with 16-byte
-/// streaming loads (for interleaved layouts with granules smaller than the block, one contiguous
+/// One thread per output block (warps own 32 consecutive blocks of a row): the gate and up runs of
+/// the block are loaded with 16-byte streaming loads (for interleaved layouts with granules smaller than the block, one contiguous
 /// window that registers de-interleave), the activation runs in fp32, and the block is quantized
 /// in registers. `intermediate::bf16` rounds act*up to bfloat16 before quantizing, bit for bit
 /// what a BF16 SwiGLU kernel followed by `quantize` produces (the peers' fused kernels do this);
@@ -65,34 +65,77 @@ FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], cons
   }
 }
 
-/// swiglu_quantize's source: the gate and up runs of each block, activated on demand.
-template <class GateUp, class Activation, class Intermediate, class T, int B, int P>
+/// swiglu_quantize's source: the gate and up runs of each block, activated when the block is
+/// quantized.
+template <class GateUp, class Activation, class Intermediate, class T, int B, int P, int Stride = lanes>
 struct gate_up_blocks {
   // Not an aggregate: aggregate initialisation would zero gate and up on the hot path.
-  FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::int64_t cols, const Activation& activation)
-      : row(row_start), I(cols), act(activation) {}
+  FP4FUSE_DEVICE gate_up_blocks(const T* row_start, cuda::std::uint32_t first_col, cuda::std::int64_t cols, const Activation& activation)
+      : row(row_start), col0(first_col), I(cols), act(activation) {}
   const T* row;
+  cuda::std::uint32_t col0;
   cuda::std::int64_t I;
   const Activation& act;
   float gate[P][B], up[P][B];
-  FP4FUSE_DEVICE void load(int p, cuda::std::uint32_t col) {
-    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col) * B, I, gate[p], up[p]);
+  FP4FUSE_DEVICE void load(int p) {
+    load_gate_up<GateUp>(row, static_cast<cuda::std::int64_t>(col0 + Stride * p) * B, I, gate[p], up[p]);
   }
-  FP4FUSE_DEVICE void values(int p, float (&h)[B]) const { activate<Intermediate>(act, gate[p], up[p], h); }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize(const Codec& codec, int p) const {
+    float h[B];
+    activate<Intermediate>(act, gate[p], up[p], h);
+    return quantize_block_fast(codec, h, amax_or_nonfinite(h), [](int, const float* y) { return sign_bytes_of_floats(y); });
+  }
+  /// Per-row scales: activates block p in place (gate[p] then holds act(gate) * up) and returns its
+  /// amax with NaN ignored; `quantize_after_amax` then quantizes the stored values.
+  FP4FUSE_DEVICE float row_amax(int p) {
+    float h[B];
+    activate<Intermediate>(act, gate[p], up[p], h);
+    float m = 0.0f;
+    FP4FUSE_UNROLL
+    for (int i = 0; i < B; ++i) {
+      gate[p][i] = h[i];
+      m = fmaxf(m, fabsf(h[i]));
+    }
+    return m;
+  }
+  template <class Codec>
+  FP4FUSE_DEVICE typename Codec::block_type quantize_after_amax(const Codec& codec, int p) const {
+    return quantize_block_fast(codec, gate[p], amax_or_nonfinite(gate[p]), [](int, const float* y) { return sign_bytes_of_floats(y); });
+  }
 };
 
-template <class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+/// One block per thread: the activation makes this kernel issue-bound, where more warps in flight
+/// matter more than shared index arithmetic (measured on the H200, bench/HISTORY.md, sixth session:
+/// two blocks per thread ran at 38% of copy bandwidth against 52% with one).
+template <class Format, class T>
+inline constexpr int swiglu_blocks_per_thread = 1;
+
+template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
 __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
                                                               const float* global_encode_scale, Activation act, fast_div groups_per_row,
                                                               cuda::std::uint32_t total) {
   thread_position pos;
-  if (!locate(groups_per_row, total, blocks_per_thread<Format>, pos)) {
+  if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
-  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, blocks_per_thread<Format>> source(
-      gate_up.data + pos.row * gate_up.ld, out.cols(), act);
-  quantize_owned_blocks(out, pos, global_encode_scale, source);
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P> source(gate_up.data + pos.row * gate_up.ld, pos.col0,
+                                                                                   out.cols(), act);
+  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
 }
+
+template <int Threads, int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+__global__ void __launch_bounds__(Threads) swiglu_quantize_per_row_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
+                                                                          float* row_scales, Activation act) {
+  const cuda::std::uint32_t row = blockIdx.x;
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, Threads> source(gate_up.data + row * gate_up.ld, threadIdx.x,
+                                                                                             out.cols(), act);
+  quantize_row_blocks<Threads, P>(out, row, row_scales, source);
+}
+
+/// Blocks per thread of the per-row swiglu_quantize: 2 (64 floats of gate and up in registers),
+/// rows up to 512 blocks (I <= 8192 for NVFP4).
+inline constexpr int swiglu_row_blocks = 2;
 
 template <class Out, class GateUp, class Activation, class T>
 __global__ void __launch_bounds__(256) swiglu_kernel(matrix_view<const T> gate_up, matrix_view<Out> out, Activation act,
@@ -135,10 +178,13 @@ inline void check_gate_up(checker& c, const matrix_view<T>& gate_up, cuda::std::
 ///
 /// Template parameters: the gate/up layout (`gate_up::split_gate_first`, `split_up_first`,
 /// `interleaved<G>`) and `intermediate::fp32` (default) or `intermediate::bf16`; the rest is
-/// deduced: the activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`; passed by value
-/// to the kernel, so runtime parameters such as alpha travel with it), the format and the scale
-/// layout from `out`. Numerics: each block bit-identical to the host composition of
-/// `Activation::apply` and `block_codec<Format>::quantize`. Requirements: `gate_up` [M, 2I]
+/// deduced: the activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`, or the opt-in
+/// `swiglu_fast`, `swiglu_clamped_fast`; passed by value to the kernel, so runtime parameters such
+/// as alpha travel with it), the format and the scale layout from `out`. Numerics: each block
+/// bit-identical to the host composition of `Activation::apply` and `block_codec<Format>::quantize`
+/// (for the fast activations, whose host `apply` differs from the device's, to the device's
+/// `apply` composed with the codec). Overloaded on the global scale (this one, or
+/// `global_scale::per_row`): to take its address, cast to the function pointer type. Requirements: `gate_up` [M, 2I]
 /// (16-byte aligned, ld a whole number of 16-byte vectors), `out` [M, I], I a multiple of the
 /// block size and of G; NVFP4's S in device memory (MXFP4: nullptr). Validated before any CUDA
 /// call; on error nothing is launched or written.
@@ -160,12 +206,67 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
   c.template global_scale<Format>(global_encode_scale);
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  if (c) detail::grid_extent(c, out.layout, detail::blocks_per_thread<Format>, groups_per_row, total);
+  if (c) detail::grid_extent(c, out.layout, detail::swiglu_blocks_per_thread<Format, E>, groups_per_row, total);
   if (!c) return c.outcome();
   if (out.rows() == 0) return {};
-  return detail::launch(&detail::swiglu_quantize_kernel<Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
+  return detail::launch(&detail::swiglu_quantize_kernel<detail::swiglu_blocks_per_thread<Format, E>, Format, Layout, GateUp, Activation, Intermediate, E>, cuda::ceil_div(total, 256u),
                         256, stream, "fp4fuse::swiglu_quantize", matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld},
                         out, global_encode_scale, act, detail::fast_div(groups_per_row), total);
+}
+
+/// act(gate) * up quantized to NVFP4 with one global scale per row (token), on `stream`.
+///
+/// Numerics: row r exactly as the host composition h = `Activation::apply` (rounded per
+/// `Intermediate`; the device's `apply` for the fast activations), S_r =
+/// nvfp4_global_encode_scale(max |h| over the row, NaN ignored), then
+/// `block_codec<Format>(S_r).quantize` of each block; S_r goes to `row_scales.encode_scales[r]`.
+/// One CTA per row holds the row's gate/up in registers (one pass over the input): I is limited to
+/// 512 NVFP4 blocks (8192; checked). Other requirements as the per-tensor overload; NVFP4 only.
+/// \code
+/// float* d_row_S = nullptr;  // M floats in device memory
+/// using L = fp4fuse::scale_layout::swizzled_128x4;
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, I / 2, scales, L{M, I / 16}};
+/// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out,
+///                                                                    fp4fuse::global_scale::per_row{d_row_S}, stream);
+/// \endcode
+template <class GateUp, class Intermediate = intermediate::fp32, class T, class Activation, class Format, class Layout>
+result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, const quantized_matrix<Format, Layout>& out,
+                       global_scale::per_row row_scales, cudaStream_t stream = nullptr) {
+  using E = cuda::std::remove_const_t<T>;
+  static_assert(detail::is_supported_element<E>, "fp4fuse::swiglu_quantize: gate_up must be __nv_bfloat16, __half or float");
+  static_assert(Format::has_global_scale, "fp4fuse::swiglu_quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "fp4fuse::swiglu_quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  detail::checker c("fp4fuse::swiglu_quantize");
+  c.quantized(out, "out");
+  detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
+  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<detail::swiglu_row_blocks>);
+  if (!c) return c.outcome();
+  if (out.rows() == 0) return {};
+  constexpr int P = detail::swiglu_row_blocks;
+  const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
+  return detail::launch(threads == 64    ? &detail::swiglu_quantize_per_row_kernel<64, P, Format, Layout, GateUp, Activation, Intermediate, E>
+                        : threads == 128 ? &detail::swiglu_quantize_per_row_kernel<128, P, Format, Layout, GateUp, Activation, Intermediate, E>
+                                         : &detail::swiglu_quantize_per_row_kernel<256, P, Format, Layout, GateUp, Activation, Intermediate, E>,
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::swiglu_quantize",
+                        matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, row_scales.encode_scales, act);
+}
+
+/// Refuses a braced global scale, `swiglu_quantize<GateUp>(gate_up, act, out, {ptr})`, at compile
+/// time, as `quantize` does: name the kind (`const float*` per tensor, or `global_scale::per_row`).
+/// \code
+/// using L = fp4fuse::scale_layout::linear;
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, I / 2, scales, L{M, I / 16}};
+/// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
+/// auto r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out, d_S, stream);  // not {d_S}
+/// \endcode
+template <class GateUp, class Intermediate = intermediate::fp32, class T, class Activation, class Format, class Layout, class P>
+result swiglu_quantize(const matrix_view<T>&, const Activation&, const quantized_matrix<Format, Layout>&, std::initializer_list<P>,
+                       cudaStream_t = nullptr) {
+  static_assert(sizeof(P) == 0,
+                "fp4fuse::swiglu_quantize: a braced {ptr} global scale is ambiguous; pass a const float* (S per tensor) or global_scale::per_row{ptr}");
+  return {};
 }
 
 /// act(gate) * up as a compact [M, I] matrix of `Out` (bfloat16, half or float; rounded to nearest
