@@ -203,6 +203,27 @@ int main(int argc, char** argv) {
     record("swiglu_quantize il8 swiglu_fast per-row S", shape_str(m, 4096), gb, time_us([&] {
              CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, fp4fuse::global_scale::per_row{row_S}));
            }));
+    {
+      // Rows longer than one CTA holds: per-row scales take two passes (the input read twice),
+      // beside the per-tensor form of the same shape; bytes counted once, as for the one-pass form.
+      const std::int64_t lm = 4096, lk = 32768, li = 14336;
+      const fp4fuse::quantized_matrix<NV, SW> q_out{packed, lk / 2, scales, SW{lm, lk / 16}};
+      record("quantize nvfp4 bf16 swizzled", shape_str(lm, lk), quantize_bytes(lm, lk, 16),
+             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, lm, lk, lk}, q_out, d_S)); }));
+      record("quantize nvfp4 bf16 swizzled per-row S (two passes)", shape_str(lm, lk), quantize_bytes(lm, lk, 16) + 4.0 * lm,
+             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, lm, lk, lk}, q_out, fp4fuse::global_scale::per_row{row_S})); }));
+      const in_view lgu{x, lm, 2 * li, 2 * li};
+      const fp4fuse::quantized_matrix<NV, SW> lg_out{packed, li / 2, scales, SW{lm, li / 16}};
+      const double lgb = double(lm) * 2 * li * 2 + double(lm) * li / 2 + double(SW{lm, li / 16}.size_bytes());
+      record("swiglu_quantize il8 swiglu", shape_str(lm, 2 * li), lgb,
+             time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu{}, lg_out, d_S)); }));
+      record("swiglu_quantize il8 swiglu per-row S (two passes)", shape_str(lm, 2 * li), lgb + 4.0 * lm, time_us([&] {
+               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu{}, lg_out, fp4fuse::global_scale::per_row{row_S}));
+             }));
+      record("swiglu_quantize il8 swiglu_fast per-row S (two passes)", shape_str(lm, 2 * li), lgb + 4.0 * lm, time_us([&] {
+               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu_fast{}, lg_out, fp4fuse::global_scale::per_row{row_S}));
+             }));
+    }
     CHECK_CUDA(cudaFree(row_S));
   }
   bench_quantize(4096, 2048);

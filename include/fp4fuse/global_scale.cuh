@@ -47,8 +47,9 @@ namespace global_scale {
 /// ignored), so a row of zeros or one holding an Inf gets S_r = 1, exactly as a tensor would;
 /// written to `encode_scales[r]` ([M] floats, device memory, 4-byte aligned) for the next GEMM
 /// (whose alpha for row r is 1 / S_r), and row r's blocks quantized with block_codec(S_r). The
-/// kernels keep the row on chip (one CTA per row, one pass over the input); rows are limited to what
-/// one CTA holds (checked; the error says the limit). NVFP4 only (MXFP4 fails to compile).
+/// kernels keep the row on chip (one CTA per row, one pass over the input) where it fits one CTA;
+/// longer rows take two passes (row amax, then the blocks: the input is read twice), with the same
+/// bits. NVFP4 only (MXFP4 fails to compile).
 /// Name the type at the call: a bare `{d_row_S}` would convert to the `const float*` overload (a
 /// standard conversion beats the aggregate's), so the launchers refuse braced scales at compile time.
 /// \code

@@ -118,10 +118,13 @@ std::vector<bad_call> bad_calls() {
                  return qr(mv{p.in, M, K, K}, nv_out(p), reinterpret_cast<float*>(reinterpret_cast<char*>(p.S) + 2));
                },
                status::misaligned_pointer, "row_scales.encode_scales"});
-  v.push_back({"quantize per-row: a row longer than one CTA holds", [&](const pointers& p) {
-                 return qr(mv{p.in, M, 16384 + 64, 16384 + 64}, qm{p.packed, (16384 + 64) / 2, p.scales, L{M, 1028}}, p.S);
+  // Rows longer than one CTA holds take the two-pass path, whose tiled second pass has the
+  // per-tensor kernel's 31-bit grid limit (2^22 rows of 2048 blocks: 2^32 threads).
+  v.push_back({"quantize per-row: a two-pass launch beyond 31-bit indexing", [&](const pointers& p) {
+                 const std::int64_t rows = std::int64_t(1) << 22, cols = 32768;
+                 return qr(mv{p.in, rows, cols, cols}, qm{p.packed, cols / 2, p.scales, L{rows, cols / 16}}, p.S);
                },
-               status::bad_shape, "at most 1024 scale columns (16384 elements), the output has 1028"});
+               status::bad_shape, "31-bit indexing"});
   v.push_back({"quantize per-row: null input", [&](const pointers& p) { return qr(mv{nullptr, M, K, K}, nv_out(p), p.S); },
                status::null_pointer, "in.data is null"});
   v.push_back({"quantize per-row: shapes differ", [&](const pointers& p) { return qr(mv{p.in, M + 1, K, K}, nv_out(p), p.S); },
@@ -148,11 +151,11 @@ std::vector<bad_call> bad_calls() {
   };
   v.push_back({"swiglu_quantize per-row: null row scales", [&](const pointers& p) { return sqr(mv{p.in, M, 2 * I, 2 * I}, sq_out(p), nullptr); },
                status::null_pointer, "row_scales.encode_scales is null"});
-  v.push_back({"swiglu_quantize per-row: I beyond one CTA", [&](const pointers& p) {
-                 const std::int64_t wide = 8192 + 64;
-                 return sqr(mv{p.in, M, 2 * wide, 2 * wide}, qm{p.packed, wide / 2, p.scales, L{M, wide / 16}}, p.S);
+  v.push_back({"swiglu_quantize per-row: a two-pass launch beyond 31-bit indexing", [&](const pointers& p) {
+                 const std::int64_t rows = std::int64_t(1) << 23, wide = 14336;
+                 return sqr(mv{p.in, rows, 2 * wide, 2 * wide}, qm{p.packed, wide / 2, p.scales, L{rows, wide / 16}}, p.S);
                },
-               status::bad_shape, "at most 512 scale columns (8192 elements), the output has 516"});
+               status::bad_shape, "31-bit indexing"});
   v.push_back({"swiglu_quantize per-row: gate_up not 2I wide", [&](const pointers& p) { return sqr(mv{p.in, M, I, I}, sq_out(p), p.S); },
                status::bad_shape, "gate_up must be [M, 2I]"});
   // swiglu
@@ -244,6 +247,18 @@ TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device"
   const fp4fuse::result row = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}},
                                                 fp4fuse::global_scale::per_row{p.S});
   CHECK(row.code == status::no_device);
+  // Rows longer than one CTA holds (two passes) pass validation too: no longer refused.
+  const std::int64_t long_K = 16384 + 64, long_I = 8192 + 64;
+  const fp4fuse::result long_row = fp4fuse::quantize(mv{p.in, M, long_K, long_K},
+                                                     fp4fuse::quantized_matrix<NV, L>{p.packed, long_K / 2, p.scales, L{M, long_K / 16}},
+                                                     fp4fuse::global_scale::per_row{p.S});
+  INFO(long_row.message());
+  CHECK(long_row.code == status::no_device);
+  const fp4fuse::result long_I_row = fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(
+      mv{p.in, M, 2 * long_I, 2 * long_I}, fp4fuse::activation::swiglu{},
+      fp4fuse::quantized_matrix<NV, L>{p.packed, long_I / 2, p.scales, L{M, long_I / 16}}, fp4fuse::global_scale::per_row{p.S});
+  INFO(long_I_row.message());
+  CHECK(long_I_row.code == status::no_device);
 }
 
 TEST_CASE("launchers [gpu]: refused calls leave every poisoned buffer untouched", "[gpu][validation]") {

@@ -9,7 +9,8 @@
 /// the codec's bits with fewer instructions), one 8- or 16-byte store per block. The grid covers
 /// the scale layout's padded extent, so every padding scale byte is written as 0x00 by the thread
 /// that owns it. The NVFP4 global encode scale is read from device memory (the launch can be
-/// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row).
+/// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row holding
+/// the row in one pass; rows longer than a CTA holds take a row-amax pass, then the tiled kernel).
 #include <cub/block/block_reduce.cuh>
 #include <initializer_list>
 #include <cuda/cmath>
@@ -82,8 +83,10 @@ inline constexpr cuda::std::int64_t scale_stride_32 = cuda::std::is_same_v<Layou
 /// row. `source.load(p)` fetches block p's inputs (all loads are issued before any store: the
 /// stores may alias the input as far as the compiler knows, so loads issued after them would wait);
 /// `source.quantize(codec, p)` returns the block quantized exactly as `codec.quantize` of its
-/// values would (detail::quantize_block_fast). Padding scale positions get 0x00.
-template <int P, class Format, class Layout, class Source>
+/// values would (detail::quantize_block_fast). Padding scale positions get 0x00. `RowScales`: S is
+/// `global_encode_scale[row]` (the second pass of per-row scales; padding rows, which only write
+/// 0x00, read nothing) instead of `*global_encode_scale`.
+template <int P, class Format, class Layout, class Source, bool RowScales = false>
 FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>& out, thread_position pos,
                                           const float* global_encode_scale, Source& source) {
   using codec_t = block_codec<Format>;
@@ -109,7 +112,13 @@ FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>
   if (pos.col0 >= padded_cols) {
     return;
   }
-  const codec_t codec(Format::has_global_scale ? *global_encode_scale : 1.0f);
+  float S = 1.0f;
+  if constexpr (RowScales) {
+    S = pos.row < static_cast<cuda::std::uint32_t>(layout.rows) ? global_encode_scale[pos.row] : 1.0f;
+  } else if constexpr (Format::has_global_scale) {
+    S = *global_encode_scale;
+  }
+  const codec_t codec(S);
   cuda::std::uint8_t* packed_out = out.packed + pos.row * out.ld_packed + pos.col0 * (B / 2);
   cuda::std::uint8_t* scale_base = out.scales + layout.offset(pos.row, pos.col0);
   FP4FUSE_UNROLL
@@ -215,6 +224,22 @@ inline constexpr cuda::std::int64_t row_capacity = cuda::std::int64_t{row_thread
 /// it with P blocks each (smaller CTAs put more rows in flight per SM).
 inline int row_threads_for(cuda::std::int64_t padded_cols, int P) { return padded_cols <= 64 * P ? 64 : padded_cols <= 128 * P ? 128 : 256; }
 
+/// The row's encode scale nvfp4_global_encode_scale(max of the CTA's partial amaxes), returned to
+/// every thread. Every partial is +0 or positive (or +Inf, NaN already ignored), so the maximum,
+/// exact in any order, is the row's amax with NaN ignored: the one- and two-pass paths agree.
+template <int Threads>
+FP4FUSE_DEVICE float row_encode_scale(float partial_amax) {
+  using reduce_t = cub::BlockReduce<float, Threads>;
+  __shared__ typename reduce_t::TempStorage storage;
+  __shared__ float row_amax;
+  const float reduced = reduce_t(storage).Reduce(partial_amax, cuda::maximum<>{});
+  if (threadIdx.x == 0) {
+    row_amax = reduced;
+  }
+  __syncthreads();
+  return nvfp4_global_encode_scale(row_amax);
+}
+
 /// The per-row body: the CTA owns row `row`, thread t the scale columns t + 256 p. Loads the
 /// row's blocks, reduces the row amax (NaN ignored) across the CTA, writes
 /// S = nvfp4_global_encode_scale(amax) to row_scales[row] and quantizes the blocks, still in
@@ -243,16 +268,7 @@ FP4FUSE_DEVICE void quantize_row_blocks(const quantized_matrix<Format, Layout>& 
       amax = fmaxf(amax, source.row_amax(p));
     }
   }
-  using reduce_t = cub::BlockReduce<float, Threads>;
-  __shared__ typename reduce_t::TempStorage storage;
-  __shared__ float row_amax;
-  // Every partial is +0 or positive (or +Inf): the maximum is the row's amax with NaN ignored.
-  const float reduced = reduce_t(storage).Reduce(amax, cuda::maximum<>{});
-  if (threadIdx.x == 0) {
-    row_amax = reduced;
-  }
-  __syncthreads();
-  const float S = nvfp4_global_encode_scale(row_amax);
+  const float S = row_encode_scale<Threads>(amax);
   if (threadIdx.x == 0 && row < static_cast<cuda::std::uint64_t>(layout.rows)) {
     row_scales[row] = S;
   }
@@ -283,16 +299,63 @@ __global__ void __launch_bounds__(Threads) quantize_per_row_kernel(matrix_view<c
   quantize_row_blocks<Threads, P>(out, row, row_scales, source);
 }
 
+/// The two-pass path of per-row scales, pass 1 (rows longer than one CTA holds): CTA r reads row r
+/// with `make(first_col)`, a source whose blocks are first_col + Threads p, p < P (the one-pass
+/// kernel's source type, so each block's partial amax is computed by the same code), and writes
+/// S_r = row_encode_scale to row_scales[r]; pass 2 (`RowScales` kernels) quantizes with it.
+template <int Threads, int P, class MakeSource>
+FP4FUSE_DEVICE void row_scale_pass(cuda::std::uint32_t scale_cols, float* row_scales, const MakeSource& make) {
+  float amax = 0.0f;
+  for (cuda::std::uint32_t base = threadIdx.x; base < scale_cols; base += Threads * P) {
+    auto source = make(base);
+    FP4FUSE_UNROLL
+    for (int p = 0; p < P; ++p) {
+      if (base + Threads * p < scale_cols) {
+        source.load(p);
+      }
+    }
+    FP4FUSE_UNROLL
+    for (int p = 0; p < P; ++p) {
+      if (base + Threads * p < scale_cols) {
+        amax = fmaxf(amax, source.row_amax(p));
+      }
+    }
+  }
+  const float S = row_encode_scale<Threads>(amax);
+  if (threadIdx.x == 0) {
+    row_scales[blockIdx.x] = S;
+  }
+}
+
+template <int Threads, int P, int B, class T>
+__global__ void __launch_bounds__(Threads) quantize_row_scale_kernel(matrix_view<const T> in, cuda::std::uint32_t scale_cols,
+                                                                     float* row_scales) {
+  const T* row = in.data + blockIdx.x * in.ld;
+  row_scale_pass<Threads, P>(scale_cols, row_scales,
+                             [&](cuda::std::uint32_t col) { return matrix_blocks<T, B, P, Threads>(row + col * B); });
+}
+
+/// Pass 2 of the two-pass per-row quantize: quantize_kernel with S read per row.
+template <int P, class Format, class Layout, class T>
+__global__ void __launch_bounds__(256) quantize_row_scaled_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
+                                                                  const float* row_scales, fast_div groups_per_row, cuda::std::uint32_t total) {
+  thread_position pos;
+  if (!locate(groups_per_row, total, P, pos)) {
+    return;
+  }
+  matrix_blocks<T, Format::block_size, P> source(in.data + pos.row * in.ld + pos.col0 * Format::block_size);
+  quantize_owned_blocks<P, Format, Layout, decltype(source), true>(out, pos, row_scales, source);
+}
+
+/// Blocks per thread of the two-pass path's row-scale pass: four loads in flight per thread.
+inline constexpr int row_scale_pass_blocks = 4;
+
 /// The checks of the per-row launchers: NVFP4, `encode_scales` non-null and 4-byte aligned, the
-/// padded row within what one CTA holds, the row count within the grid.
+/// row count within the grid (one CTA per row in either path).
 template <class Format, class Layout>
-inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& out, const float* encode_scales, cuda::std::int64_t capacity) {
+inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& out, const float* encode_scales) {
   c.not_null(encode_scales, "row_scales.encode_scales");
   c.aligned(encode_scales, 4, "row_scales.encode_scales", "floats");
-  c.require(out.layout.padded_cols() <= capacity, status::bad_shape,
-            "per-row global scales keep a row on chip: at most %lld scale columns (%lld elements), the output has %lld",
-            static_cast<long long>(capacity), static_cast<long long>(capacity * Format::block_size),
-            static_cast<long long>(out.layout.padded_cols()));
   c.grid(out.layout.padded_rows(), "padded rows of the output layout (one CTA each)");
 }
 
@@ -366,9 +429,12 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
 ///
 /// Numerics: row r exactly as the host composition S_r = nvfp4_global_encode_scale(row amax, NaN
 /// ignored), then `block_codec<Format>(S_r).quantize` of each block (bit-identical;
-/// tests/kernels/quantize.cu; `recipe::vllm`: S_r the host's, the blocks as the device codec's); S_r goes to `row_scales.encode_scales[r]`. Requirements as the
-/// per-tensor `quantize`, NVFP4 only, and the padded row within 256 x 4 blocks for 16-bit inputs
-/// (16384 elements; 256 x 2 for float). Validated before any CUDA call; on error nothing is written.
+/// tests/kernels/quantize.cu; `recipe::vllm`: S_r the host's, the blocks as the device codec's); S_r goes to `row_scales.encode_scales[r]`.
+/// One pass over the input (a CTA per row, the row in registers) where the padded row fits one CTA:
+/// K <= 16384 for 16-bit inputs, 8192 for float; longer rows take two passes (a row-amax kernel
+/// writes S_r, then the per-tensor block kernel reads S_r per row: the input is read twice), with
+/// the same bits. Requirements as the per-tensor `quantize`, NVFP4 only. Validated before any CUDA
+/// call; on error nothing is written.
 /// \code
 /// float* d_row_S = nullptr;  // M floats in device memory
 /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{packed, K / 2, scales, {M, K / 16}};
@@ -389,15 +455,32 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
   c.require(in.rows == out.rows() && in.cols == out.cols(), status::bad_shape,
             "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
             static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
-  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<P>);
+  detail::check_per_row(c, out, row_scales.encode_scales);
+  const bool one_pass = out.layout.padded_cols() <= detail::row_capacity<P>;
+  cuda::std::uint32_t groups_per_row = 0, total = 0;
+  constexpr int wide = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  const int P2 = detail::blocks_per_thread_at(out.layout.padded_rows() * out.layout.padded_cols(), wide);
+  if (c && !one_pass) detail::grid_extent(c, out.layout, P2, groups_per_row, total);
   if (!c) return c.outcome();
   if (in.rows == 0) return {};
+  const matrix_view<const E> input{in.data, in.rows, in.cols, in.ld};
+  if (!one_pass) {
+    constexpr int P1 = detail::row_scale_pass_blocks;
+    if (const result r = detail::launch(&detail::quantize_row_scale_kernel<detail::row_threads, P1, Format::block_size, E>, in.rows,
+                                        detail::row_threads, stream, "fp4fuse::quantize", input,
+                                        static_cast<cuda::std::uint32_t>(out.layout.scale_cols), row_scales.encode_scales);
+        !r) {
+      return r;
+    }
+    return detail::launch(P2 == 1 ? &detail::quantize_row_scaled_kernel<1, Format, Layout, E> : &detail::quantize_row_scaled_kernel<wide, Format, Layout, E>,
+                          cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out,
+                          static_cast<const float*>(row_scales.encode_scales), detail::fast_div(groups_per_row), total);
+  }
   const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
   return detail::launch(threads == 64    ? &detail::quantize_per_row_kernel<64, P, Format, Layout, E>
                         : threads == 128 ? &detail::quantize_per_row_kernel<128, P, Format, Layout, E>
                                          : &detail::quantize_per_row_kernel<256, P, Format, Layout, E>,
-                        out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
-                        out, row_scales.encode_scales);
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", input, out, row_scales.encode_scales);
 }
 
 /// Refuses a braced global scale, `quantize(in, out, {ptr})`, at compile time: the `const float*`

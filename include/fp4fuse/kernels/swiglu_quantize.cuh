@@ -133,6 +133,31 @@ __global__ void __launch_bounds__(Threads) swiglu_quantize_per_row_kernel(matrix
   quantize_row_blocks<Threads, P>(out, row, row_scales, source);
 }
 
+/// Pass 1 of the two-pass per-row swiglu_quantize (I beyond one CTA): S_r from the one-pass
+/// kernel's source (`gate_up_blocks::row_amax`, the same activation and rounding).
+template <int Threads, int P, class Format, class GateUp, class Activation, class Intermediate, class T>
+__global__ void __launch_bounds__(Threads) swiglu_row_scale_kernel(matrix_view<const T> gate_up, cuda::std::int64_t I,
+                                                                   cuda::std::uint32_t scale_cols, float* row_scales, Activation act) {
+  const T* row = gate_up.data + blockIdx.x * gate_up.ld;
+  row_scale_pass<Threads, P>(scale_cols, row_scales, [&](cuda::std::uint32_t col) {
+    return gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, Threads>(row, col, I, act);
+  });
+}
+
+/// Pass 2 of the two-pass per-row swiglu_quantize: swiglu_quantize_kernel with S read per row.
+template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+__global__ void __launch_bounds__(256) swiglu_quantize_row_scaled_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
+                                                                         const float* row_scales, Activation act, fast_div groups_per_row,
+                                                                         cuda::std::uint32_t total) {
+  thread_position pos;
+  if (!locate(groups_per_row, total, P, pos)) {
+    return;
+  }
+  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P> source(gate_up.data + pos.row * gate_up.ld, pos.col0,
+                                                                                   out.cols(), act);
+  quantize_owned_blocks<P, Format, Layout, decltype(source), true>(out, pos, row_scales, source);
+}
+
 /// Blocks per thread of the per-row swiglu_quantize: 2 (64 floats of gate and up in registers),
 /// rows up to 512 blocks (I <= 8192 for NVFP4).
 inline constexpr int swiglu_row_blocks = 2;
@@ -220,8 +245,10 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
 /// `Intermediate`; the device's `apply` for the fast activations), S_r =
 /// nvfp4_global_encode_scale(max |h| over the row, NaN ignored), then
 /// `block_codec<Format>(S_r).quantize` of each block; S_r goes to `row_scales.encode_scales[r]`.
-/// One CTA per row holds the row's gate/up in registers (one pass over the input): I is limited to
-/// 512 NVFP4 blocks (8192; checked). Other requirements as the per-tensor overload; NVFP4 only.
+/// Where I <= 8192 (512 blocks), one CTA per row holds the row's gate/up in registers (one pass
+/// over the input); wider rows take two passes with the same bits (a row-amax kernel computes h and
+/// writes S_r, then the per-tensor block kernel recomputes h and reads S_r per row: the input is
+/// read twice). Other requirements as the per-tensor overload; NVFP4 only.
 /// \code
 /// float* d_row_S = nullptr;  // M floats in device memory
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
@@ -241,16 +268,31 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
   detail::checker c("fp4fuse::swiglu_quantize");
   c.quantized(out, "out");
   detail::check_gate_up<GateUp>(c, gate_up, out.rows(), out.cols());
-  detail::check_per_row(c, out, row_scales.encode_scales, detail::row_capacity<detail::swiglu_row_blocks>);
+  detail::check_per_row(c, out, row_scales.encode_scales);
+  constexpr int P = detail::swiglu_row_blocks;
+  const bool one_pass = out.layout.padded_cols() <= detail::row_capacity<P>;
+  constexpr int P2 = detail::swiglu_blocks_per_thread<Format, E>;
+  cuda::std::uint32_t groups_per_row = 0, total = 0;
+  if (c && !one_pass) detail::grid_extent(c, out.layout, P2, groups_per_row, total);
   if (!c) return c.outcome();
   if (out.rows() == 0) return {};
-  constexpr int P = detail::swiglu_row_blocks;
+  const matrix_view<const E> input{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld};
+  if (!one_pass) {
+    if (const result r = detail::launch(&detail::swiglu_row_scale_kernel<detail::row_threads, P, Format, GateUp, Activation, Intermediate, E>,
+                                        out.rows(), detail::row_threads, stream, "fp4fuse::swiglu_quantize", input, out.cols(),
+                                        static_cast<cuda::std::uint32_t>(out.layout.scale_cols), row_scales.encode_scales, act);
+        !r) {
+      return r;
+    }
+    return detail::launch(&detail::swiglu_quantize_row_scaled_kernel<P2, Format, Layout, GateUp, Activation, Intermediate, E>,
+                          cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::swiglu_quantize", input, out,
+                          static_cast<const float*>(row_scales.encode_scales), act, detail::fast_div(groups_per_row), total);
+  }
   const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
   return detail::launch(threads == 64    ? &detail::swiglu_quantize_per_row_kernel<64, P, Format, Layout, GateUp, Activation, Intermediate, E>
                         : threads == 128 ? &detail::swiglu_quantize_per_row_kernel<128, P, Format, Layout, GateUp, Activation, Intermediate, E>
                                          : &detail::swiglu_quantize_per_row_kernel<256, P, Format, Layout, GateUp, Activation, Intermediate, E>,
-                        out.layout.padded_rows(), threads, stream, "fp4fuse::swiglu_quantize",
-                        matrix_view<const E>{gate_up.data, gate_up.rows, gate_up.cols, gate_up.ld}, out, row_scales.encode_scales, act);
+                        out.layout.padded_rows(), threads, stream, "fp4fuse::swiglu_quantize", input, out, row_scales.encode_scales, act);
 }
 
 /// Refuses a braced global scale, `swiglu_quantize<GateUp>(gate_up, act, out, {ptr})`, at compile
