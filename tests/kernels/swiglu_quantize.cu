@@ -266,7 +266,7 @@ void check_fast_activation(const Fast& fast, const Exact& exact, const char* sal
   WARN(salt << ": fast vs exact activation, model-like data: " << codes_differ << " of " << codes << " NVFP4 codes differ ("
             << code_fraction * 100 << "%), " << scales_differ << " of " << scales << " scale bytes (" << scale_fraction * 100 << "%)");
   // Predicted from the bound (a few 1e-7 relative): a code changes only where act*up lies that close
-  // to an E2M1 rounding boundary (or a scale to an E4M3 one), about 1e-5 of the elements.
+  // to an E2M1 rounding boundary (or a scale to an E4M3 one), about 1e-6 of the elements (docs/NUMERICS.md).
   CHECK(code_fraction < 1e-3);
   CHECK(scale_fraction < 1e-3);
 }

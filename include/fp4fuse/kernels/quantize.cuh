@@ -33,11 +33,9 @@ namespace detail {
 /// Scale blocks per thread of the tiled quantize kernel for inputs of `input_bytes_per_block`: two
 /// (one for float MXFP4, 128 bytes a block), so that a thread has 64-128 bytes of loads in flight
 /// and shares its index arithmetic, the codec's per-tensor constants and the load of S between its
-/// blocks. Measured on the H200 (bench/HISTORY.md, sixth session; bf16 NVFP4, % of copy
-/// bandwidth, 1 / 2 / 4 blocks per thread): [16384, 7168] 81.4 / 84.9 / 84.5, [8192, 4096]
-/// 77.0 / 79.6 / 76.9, [4096, 2048] 51.3 / 51.0 / 47.5. (The first session measured two blocks
-/// per thread slower than one: that version held every block as 16 floats in 72-96 registers and
-/// its threads' blocks were not coalesced across the warp.)
+/// blocks: the fastest of 1, 2 and 4 at the large shapes on the H200 (bench/RESULTS.md, "Standalone
+/// kernels"; bench_kernels measures all three). An earlier two-blocks version was slower than one
+/// because it held every block as 16 floats and its threads' blocks were not coalesced.
 template <class Format>
 constexpr int blocks_per_thread_for(int input_bytes_per_block) {
   return input_bytes_per_block >= 128 ? 1 : 2;
