@@ -199,16 +199,17 @@ struct matrix_blocks {
   }
 };
 
-template <int P, class Format, class Layout, class T>
+/// `scales`: the tensor's S (one float), or with `RowScales` S_r per row (pass 2 of the two-pass
+/// per-row quantize, after quantize_row_scale_kernel).
+template <int P, class Format, class Layout, class T, bool RowScales = false>
 __global__ void __launch_bounds__(256) quantize_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
-                                                       const float* global_encode_scale, fast_div groups_per_row,
-                                                       cuda::std::uint32_t total) {
+                                                       const float* scales, fast_div groups_per_row, cuda::std::uint32_t total) {
   thread_position pos;
   if (!locate(groups_per_row, total, P, pos)) {
     return;
   }
   matrix_blocks<T, Format::block_size, P> source(in.data + pos.row * in.ld + pos.col0 * Format::block_size);
-  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
+  quantize_owned_blocks<P, Format, Layout, decltype(source), RowScales>(out, pos, scales, source);
 }
 
 /// Most threads per CTA of the per-row kernels: a CTA quantizes one row.
@@ -331,18 +332,6 @@ __global__ void __launch_bounds__(Threads) quantize_row_scale_kernel(matrix_view
   const T* row = in.data + blockIdx.x * in.ld;
   row_scale_pass<Threads, P>(scale_cols, row_scales,
                              [&](cuda::std::uint32_t col) { return matrix_blocks<T, B, P, Threads>(row + col * B); });
-}
-
-/// Pass 2 of the two-pass per-row quantize: quantize_kernel with S read per row.
-template <int P, class Format, class Layout, class T>
-__global__ void __launch_bounds__(256) quantize_row_scaled_kernel(matrix_view<const T> in, quantized_matrix<Format, Layout> out,
-                                                                  const float* row_scales, fast_div groups_per_row, cuda::std::uint32_t total) {
-  thread_position pos;
-  if (!locate(groups_per_row, total, P, pos)) {
-    return;
-  }
-  matrix_blocks<T, Format::block_size, P> source(in.data + pos.row * in.ld + pos.col0 * Format::block_size);
-  quantize_owned_blocks<P, Format, Layout, decltype(source), true>(out, pos, row_scales, source);
 }
 
 /// Blocks per thread of the two-pass path's row-scale pass: four loads in flight per thread.
@@ -470,7 +459,7 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
         !r) {
       return r;
     }
-    return detail::launch(P2 == 1 ? &detail::quantize_row_scaled_kernel<1, Format, Layout, E> : &detail::quantize_row_scaled_kernel<wide, Format, Layout, E>,
+    return detail::launch(P2 == 1 ? &detail::quantize_kernel<1, Format, Layout, E, true> : &detail::quantize_kernel<wide, Format, Layout, E, true>,
                           cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out,
                           static_cast<const float*>(row_scales.encode_scales), detail::fast_div(groups_per_row), total);
   }

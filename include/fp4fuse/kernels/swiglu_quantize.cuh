@@ -111,9 +111,11 @@ struct gate_up_blocks {
 template <class Format, class T>
 inline constexpr int swiglu_blocks_per_thread = 1;
 
-template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
+/// `scales`: the tensor's S (one float), or with `RowScales` S_r per row (pass 2 of the two-pass
+/// per-row swiglu_quantize, after swiglu_row_scale_kernel).
+template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T, bool RowScales = false>
 __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
-                                                              const float* global_encode_scale, Activation act, fast_div groups_per_row,
+                                                              const float* scales, Activation act, fast_div groups_per_row,
                                                               cuda::std::uint32_t total) {
   thread_position pos;
   if (!locate(groups_per_row, total, P, pos)) {
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(256) swiglu_quantize_kernel(matrix_view<const 
   }
   gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P> source(gate_up.data + pos.row * gate_up.ld, pos.col0,
                                                                                    out.cols(), act);
-  quantize_owned_blocks<P>(out, pos, global_encode_scale, source);
+  quantize_owned_blocks<P, Format, Layout, decltype(source), RowScales>(out, pos, scales, source);
 }
 
 template <int Threads, int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
@@ -142,20 +144,6 @@ __global__ void __launch_bounds__(Threads) swiglu_row_scale_kernel(matrix_view<c
   row_scale_pass<Threads, P>(scale_cols, row_scales, [&](cuda::std::uint32_t col) {
     return gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P, Threads>(row, col, I, act);
   });
-}
-
-/// Pass 2 of the two-pass per-row swiglu_quantize: swiglu_quantize_kernel with S read per row.
-template <int P, class Format, class Layout, class GateUp, class Activation, class Intermediate, class T>
-__global__ void __launch_bounds__(256) swiglu_quantize_row_scaled_kernel(matrix_view<const T> gate_up, quantized_matrix<Format, Layout> out,
-                                                                         const float* row_scales, Activation act, fast_div groups_per_row,
-                                                                         cuda::std::uint32_t total) {
-  thread_position pos;
-  if (!locate(groups_per_row, total, P, pos)) {
-    return;
-  }
-  gate_up_blocks<GateUp, Activation, Intermediate, T, Format::block_size, P> source(gate_up.data + pos.row * gate_up.ld, pos.col0,
-                                                                                   out.cols(), act);
-  quantize_owned_blocks<P, Format, Layout, decltype(source), true>(out, pos, row_scales, source);
 }
 
 /// Blocks per thread of the per-row swiglu_quantize: 2 (64 floats of gate and up in registers),
@@ -284,7 +272,7 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const Activation& act, con
         !r) {
       return r;
     }
-    return detail::launch(&detail::swiglu_quantize_row_scaled_kernel<P2, Format, Layout, GateUp, Activation, Intermediate, E>,
+    return detail::launch(&detail::swiglu_quantize_kernel<P2, Format, Layout, GateUp, Activation, Intermediate, E, true>,
                           cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::swiglu_quantize", input, out,
                           static_cast<const float*>(row_scales.encode_scales), act, detail::fast_div(groups_per_row), total);
   }
