@@ -32,9 +32,7 @@ namespace detail {
 /// approximation error (measured: tests/nvfp4.cu).
 FP4FUSE_HOST_DEVICE float reciprocal_approx_ftz(float x) {
 #if FP4FUSE_DEVICE_PASS
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
+  return rcp_approx_ftz_ptx(x);
 #else
   const auto flush = [](float v) {
     return (float_bits(v) & 0x7F800000u) == 0 ? bits_float(float_bits(v) & 0x80000000u) : v;

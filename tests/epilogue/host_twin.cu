@@ -67,13 +67,9 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
   const std::int64_t ld_packed = I / 2 + 16;
   // An optional [2I] bias: the reference quantizes the biased matrix (added in fp32), the forms
   // add it to the registers (add_column_bias, add_column_bias_wgmma, the row form's column_bias).
-  std::vector<float> bias(static_cast<std::size_t>(2 * I));
-  std::uniform_real_distribution<float> ub(-2.0f, 2.0f);
-  for (auto& b : bias) b = ub(g);
-  std::vector<float> biased = gu;
-  if (with_bias)
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < 2 * I; ++c) biased[static_cast<std::size_t>(r * 2 * I + c)] += bias[static_cast<std::size_t>(c)];
+  const column_bias_case bias_case = make_column_bias(gu, rows, 2 * I, g, with_bias);
+  const std::vector<float>& bias = bias_case.bias;
+  const std::vector<float>& biased = bias_case.biased;
   const auto bias_at = [&](std::int64_t c0) {
     return with_bias ? fp4fuse::column_bias{bias.data() + c0, 2 * I - c0} : fp4fuse::column_bias{};
   };

@@ -123,17 +123,11 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
   if (finite) {
     // Without NaN and Inf inputs the amax is a finite maximum over every row (with them it is +Inf
     // as soon as a special row exists): the reduction across lanes and CTAs is then what is checked.
-    std::uniform_real_distribution<float> fill(-3.0f, 3.0f);
-    for (auto& v : gu)
-      if (!std::isfinite(v)) v = fill(g);
+    replace_nonfinite(gu, g, 3.0f);
   }
-  std::vector<float> bias(static_cast<std::size_t>(2 * I));
-  std::uniform_real_distribution<float> ub(-2.0f, 2.0f);
-  for (auto& b : bias) b = ub(g);
-  std::vector<float> biased = gu;
-  if (with_bias)
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < 2 * I; ++c) biased[static_cast<std::size_t>(r * 2 * I + c)] += bias[static_cast<std::size_t>(c)];
+  const column_bias_case bias_case = make_column_bias(gu, rows, 2 * I, g, with_bias);
+  const std::vector<float>& bias = bias_case.bias;
+  const std::vector<float>& biased = bias_case.biased;
   const layout_t layout{rows, I / bs};
   const std::int64_t ld_packed = (I / 2 + 15) / 16 * 16 + 16;
   INFO(salt << " M=" << rows << " I=" << I << " N=" << N << " bias=" << with_bias << " sink=" << int(Sink) << " block=" << bs);

@@ -291,9 +291,7 @@ void check_amax(std::int64_t rows, std::int64_t I, const Activation& act, const 
   auto g = rng(salt);
   std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   if (finite) {
-    std::uniform_real_distribution<float> fill(-3.0f, 3.0f);
-    for (auto& v : gu)
-      if (!std::isfinite(v)) v = fill(g);
+    replace_nonfinite(gu, g, 3.0f);
   }
   const layout_t layout{rows, I / bs};
   INFO(salt << " M=" << rows << " I=" << I << (Wgmma ? " wgmma" : " mma") << " block " << bs);

@@ -89,6 +89,31 @@ inline std::vector<float> make_matrix(std::int64_t rows, std::int64_t cols, std:
   return m;
 }
 
+/// Replaces every NaN and Inf of `m` by a uniform value in [-range, range] (a matrix whose maximum
+/// is a finite value, for the output-amax tests).
+inline void replace_nonfinite(std::vector<float>& m, std::mt19937_64& g, float range) {
+  std::uniform_real_distribution<float> fill(-range, range);
+  for (auto& v : m)
+    if (!std::isfinite(v)) v = fill(g);
+}
+
+/// A random per-column bias in [-2, 2] for a [rows, cols] gate/up matrix, and the matrix with it
+/// added in fp32 where `apply` (what the epilogues' bias must equal); without `apply` the matrix
+/// is returned unchanged (the bias is still drawn, so the random stream does not depend on it).
+struct column_bias_case {
+  std::vector<float> bias, biased;
+};
+inline column_bias_case make_column_bias(const std::vector<float>& m, std::int64_t rows, std::int64_t cols, std::mt19937_64& g,
+                                         bool apply) {
+  column_bias_case b{std::vector<float>(static_cast<std::size_t>(cols)), m};
+  std::uniform_real_distribution<float> ub(-2.0f, 2.0f);
+  for (auto& v : b.bias) v = ub(g);
+  if (apply)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) b.biased[static_cast<std::size_t>(r * cols + c)] += b.bias[static_cast<std::size_t>(c)];
+  return b;
+}
+
 /// Converts a float matrix to T (round to nearest even), and back to float: what the kernel sees.
 template <class T>
 std::vector<T> to_elements(const std::vector<float>& f) {

@@ -45,4 +45,13 @@ FP4FUSE_HOST_DEVICE constexpr float abs_float(float x) {
   return bits_float(float_bits(x) & 0x7FFFFFFFu);
 }
 
+#if FP4FUSE_DEVICE_PASS
+/// `rcp.approx.ftz.f32` (MUFU.RCP): vLLM's reciprocal and the fast activations' division.
+FP4FUSE_DEVICE float rcp_approx_ftz_ptx(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+#endif
+
 }  // namespace fp4fuse::detail

@@ -108,9 +108,7 @@ FP4FUSE_HOST_DEVICE float exp2_fast(float x) {
 /// the host: the opt-in fast activations' division.
 FP4FUSE_HOST_DEVICE float rcp_fast(float x) {
 #if FP4FUSE_DEVICE_PASS
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
+  return rcp_approx_ftz_ptx(x);
 #else
   return 1.0f / x;
 #endif
