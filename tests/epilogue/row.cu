@@ -1,4 +1,4 @@
-// The row form of the fused epilogue (epilogue/row.cuh, row_store.cuh) with its registers filled
+// The row adapter of the fused epilogue (epilogue/row.cuh) with its registers filled
 // from memory as `tcgen05.ld` 32x32b leaves them (`tcgen05_32x32b_fragment`; it is a layout, so
 // it runs on Hopper), against the standalone swiglu_quantize kernel on the same fp32 gate/up
 // values: NVFP4 and MXFP4, gate/up interleaved by 1, 8 and 16 and in separate accumulators, with
@@ -7,7 +7,6 @@
 // hand-back form against the host block_codec on the device's own activations, and the output
 // amax against the exact maximum.
 #include <fp4fuse/epilogue/row.cuh>
-#include <fp4fuse/epilogue/row_store.cuh>
 #include <fp4fuse/epilogue/tcgen05_fragment.cuh>
 
 #include "../kernels/kernel_test_support.cuh"
@@ -55,7 +54,35 @@ __global__ void row_kernel(const float* gu, const float* bias, Activation act, c
   const int t = frag::thread_row();
   const std::int64_t row = row0 + frag::row(t, 0);
   const fp4fuse::block_codec<Format> codec(S != nullptr ? *S : 1.0f);
-  fp4fuse::quantized_row<Format, Blocks> q;
+  const fp4fuse::tile_origin origin{row, col0};
+  // The description for this case: the sink kind, the bias (bias == nullptr: none), the amax.
+  const auto run = [&](const auto& bias_value, const auto& input) {
+    using B = std::decay_t<decltype(bias_value)>;
+    using none = fp4fuse::output_amax::none;
+    using global = fp4fuse::output_amax::global;
+    using direct = fp4fuse::sink::direct<Format, layout_t>;
+    using staged = fp4fuse::sink::staged<Format, layout_t>;
+    if constexpr (Sink == sink::hand_back) {
+      const fp4fuse::fused_epilogue<Format, fp4fuse::sink::hand_back, Activation, Source, B, none, Intermediate> op{codec, {}, act, {}, bias_value};
+      const auto q = input(op);
+      // The caller's own store: every block of the slice into a plain [padded rows][slices * Blocks] array.
+      for (int b = 0; b < Blocks; ++b) handed[row * slices_per_row * Blocks + (slice % slices_per_row) * Blocks + b] = q.blocks[b];
+      const std::int64_t left = out.layout.scale_cols - col0 / (2 * Format::block_size);
+      fp4fuse::combine_output_amax(amax, q.amax(left <= 0 ? 0 : (left < Blocks ? static_cast<int>(left) : Blocks)), row < rows);
+    } else if constexpr (Sink == sink::staged) {
+      input(fp4fuse::fused_epilogue<Format, staged, Activation, Source, B, global, Intermediate>{codec, {out, staging[t]}, act, {}, bias_value, {amax}});
+      fp4fuse::wait_staged_stores();
+    } else {
+      input(fp4fuse::fused_epilogue<Format, direct, Activation, Source, B, global, Intermediate>{codec, {out}, act, {}, bias_value, {amax}});
+    }
+  };
+  const auto with_bias = [&](const auto& input) {
+    if (bias != nullptr) {
+      run(fp4fuse::column_bias{bias, 2 * I}, input);
+    } else {
+      run(fp4fuse::no_bias{}, input);
+    }
+  };
   if constexpr (std::is_same_v<Source, separate>) {
     float g[N / 2], u[N / 2];
     const std::int64_t c0 = col0 / 2;  // the segment's first output column
@@ -64,33 +91,11 @@ __global__ void row_kernel(const float* gu, const float* bias, Activation act, c
       g[r] = c < I ? load_or_zero(gu, rows, 2 * I, row, c) : 0.0f;
       u[r] = c < I ? load_or_zero(gu, rows, 2 * I, row, I + c) : 0.0f;
     }
-    const fp4fuse::column_bias gb{bias != nullptr ? bias + c0 : nullptr, I - c0}, ub{bias != nullptr ? bias + I + c0 : nullptr, I - c0};
-    q = fp4fuse::swiglu_quantize_row<separate, Intermediate>(g, u, act, codec, gb, ub);
+    with_bias([&](const auto& op) { return fp4fuse::row_epilogue(op, g, u, origin); });
   } else {
     float acc[N];
     for (int r = 0; r < N; ++r) acc[r] = load_or_zero(gu, rows, 2 * I, row, col0 + frag::col(t, r));
-    const fp4fuse::column_bias b{bias != nullptr ? bias + col0 : nullptr, 2 * I - col0};
-    if constexpr (Sink == sink::direct && !std::is_same_v<Source, separate>) {
-      // The one-call form (bias, direct stores and amax inside).
-      fp4fuse::swiglu_quantize_row_epilogue<Source, Intermediate>(acc, {row, col0}, act, codec, out, {b, amax});
-      return;
-    }
-    q = fp4fuse::swiglu_quantize_row<Source, Intermediate>(acc, act, codec, b);
-  }
-  const fp4fuse::tile_origin origin{row, col0};
-  if constexpr (Sink == sink::staged) {
-    fp4fuse::store_quantized_row_staged(out, origin, q, staging[t]);
-    fp4fuse::wait_staged_stores();
-  } else if constexpr (Sink == sink::hand_back) {
-    // The caller's own store: every block of the slice into a plain [padded rows][slices * Blocks] array.
-    for (int b = 0; b < Blocks; ++b) handed[row * slices_per_row * Blocks + (slice % slices_per_row) * Blocks + b] = q.blocks[b];
-  } else {
-    fp4fuse::store_quantized_row(out, origin, q);
-  }
-  if (amax != nullptr) {
-    const std::int64_t left = out.layout.scale_cols - col0 / (2 * Format::block_size);
-    const int valid = left <= 0 ? 0 : (left < Blocks ? static_cast<int>(left) : Blocks);
-    fp4fuse::combine_output_amax(amax, q.amax(valid), row < rows);
+    with_bias([&](const auto& op) { return fp4fuse::row_epilogue(op, acc, origin); });
   }
 }
 
@@ -331,20 +336,21 @@ TEST_CASE("tcgen05_32x32b_fragment: thread t holds row t, register r column r; t
   // (a -0 there stays -0, so its E2M1 nibble keeps the sign), it equals block_codec on the activations.
   auto g = rng("row host");
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  float acc[64], bias[64];
+  float acc[64], bias[128] = {};  // the segment at gate/up column 64: bias[64 + i]
   for (int trial = 0; trial < 200; ++trial) {
     for (int i = 0; i < 64; ++i) {
       acc[i] = (g() % 8 == 0) ? -0.0f : u(g);
-      bias[i] = u(g);
+      bias[64 + i] = u(g);
     }
     const int count = static_cast<int>(g() % 65);
     const fp4fuse::block_codec<nvfp4> codec(fp4fuse::nvfp4_global_encode_scale(50.0f));
-    const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec,
-                                                                                 fp4fuse::column_bias{bias, count});
+    const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
+                                     fp4fuse::column_bias{bias, 64 + count}};
+    const auto q = fp4fuse::row_epilogue(op, acc, {0, 64});
     float h[32];
     for (int j = 0; j < 32; ++j) {
       const int gc = 16 * (j / 8) + j % 8, uc = gc + 8;
-      h[j] = fp4fuse::activation::swiglu{}.apply(gc < count ? acc[gc] + bias[gc] : acc[gc], uc < count ? acc[uc] + bias[uc] : acc[uc]);
+      h[j] = fp4fuse::activation::swiglu{}.apply(gc < count ? acc[gc] + bias[64 + gc] : acc[gc], uc < count ? acc[uc] + bias[64 + uc] : acc[uc]);
     }
     for (int b = 0; b < 2; ++b) {
       float x[16];
