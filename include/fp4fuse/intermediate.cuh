@@ -23,7 +23,7 @@ struct fp32 {
 struct bf16 {
   /// The value quantized for an activation v: v rounded to bfloat16 (nearest even) and back, exact.
   /// \code
-  /// float h = fp4fuse::intermediate::bf16::round(1.00390625f);  // 1.0f: the tie goes to even
+  /// [[maybe_unused]] const float r = fp4fuse::intermediate::bf16::round(1.00390625f);  // 1.0f: the tie goes to even
   /// \endcode
   FP4FUSE_HOST_DEVICE static float round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 };

@@ -2,23 +2,18 @@
 /// \file epilogue/operation.cuh
 /// What the fused epilogue computes, as one small aggregate of tags and values: `fused_epilogue`.
 /// The adapters say how, one per accumulator fragment, and all take the same description:
-///
-/// | adapter | fragment | header |
-/// |---|---|---|
-/// | `mma_epilogue(op, acc, origin)` | a warp's `mma.sync` m16n8 f32 tiles (`mma_m16n8_f32_fragment`) | epilogue/swiglu_quantize.cuh |
-/// | `wgmma_epilogue(op, acc, origin)` | a thread's `wgmma` m64nNk16 f32 registers (`wgmma_m64nN_f32_fragment<N>`) | epilogue/swiglu_quantize.cuh |
-/// | `row_epilogue(op, acc, origin)` | one thread's consecutive columns of one row (`tcgen05_32x32b_fragment<N>`) | epilogue/row_store.cuh |
+/// `mma_epilogue` (a warp's `mma.sync` m16n8 tiles) and `wgmma_epilogue` (a warpgroup's `wgmma`
+/// m64nNk16 registers) in epilogue/swiglu_quantize.cuh, `row_epilogue` (one thread's consecutive
+/// columns of one row, `tcgen05.ld` 32x32b) in epilogue/row.cuh; docs/EPILOGUE.md compares them.
 ///
 /// Per element: h = Intermediate::round(act(gate + b_gate) * (up + b_up)); per block of the format:
 /// `block_codec<Format>::quantize` of the block's h (so bit-identical to the standalone
 /// `swiglu_quantize` kernel on the same fp32 gate/up values). The result goes to the sink:
-///
-/// | sink | what the adapter does |
-/// |---|---|
-/// | `sink::direct<F, L>{out}` | global stores: packed bytes inside the matrix, scale codes, 0x00 in the scale padding its tile covers |
-/// | `sink::staged<F, L>{out, staging}` | the packed bytes through shared memory and `cp.async.bulk` (sm_90+), scales as `direct`; `wait_staged_stores()` before the staging is reused |
-/// | `sink::hand_back` | nothing stored: the adapter returns the quantized blocks (and their amax partials) for the caller's own store |
-///
+/// `sink::direct{out}` (global stores: packed bytes inside the matrix, scale codes, 0x00 in the
+/// scale padding the tile covers), `sink::staged{out, staging}` (the packed bytes through shared
+/// memory and `cp.async.bulk`, sm_90+, scales as direct; `wait_staged_stores()` before the staging
+/// is reused) or `sink::hand_back` (nothing stored: the adapter returns the quantized blocks and
+/// their amax partials for the caller's own store);
 /// and the output amax max |h| (NaN ignored) over the matrix, for delayed scaling:
 /// `output_amax::global{d_amax}` combines it into device memory (`combine_output_amax`, one
 /// `atomicMax` per warp; the adapter is then warp-collective), `output_amax::none` computes nothing.
