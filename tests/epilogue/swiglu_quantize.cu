@@ -480,7 +480,7 @@ TEST_CASE("wgmma_epilogue [gpu]: separate gate and up accumulators (interleave_g
   }
 }
 
-TEST_CASE("fragment epilogues [gpu]: the returned output amax equals the exact maximum", "[gpu][epilogue]") {
+TEST_CASE("fragment epilogues [gpu]: the output amax of the direct sink equals the exact maximum", "[gpu][epilogue]") {
   using fp4fuse::intermediate::bf16;
   using fp4fuse::intermediate::fp32;
   using mx = fp4fuse::format::mxfp4<>;
