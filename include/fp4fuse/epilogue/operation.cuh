@@ -46,7 +46,9 @@ struct no_bias {
 /// + 0, which would turn -0 into +0). Fragment forms read two neighbouring columns at once:
 /// `data` 8-byte aligned there.
 /// \code
-/// const fp4fuse::column_bias bias{d_bias, 2 * I};  // an expert's [2I] bias
+/// __host__ __device__ fp4fuse::column_bias expert_bias(const float* d_bias, std::int64_t I) {
+///   return {d_bias, 2 * I};  // an expert's [2I] bias, in the GEMM's gate/up column order
+/// }
 /// \endcode
 struct column_bias {
   /// The bias of gate/up column 0.
