@@ -43,7 +43,8 @@ struct no_bias {
 /// up before the activation: `data[c]` belongs to gate/up column c, in the epilogue's gate/up
 /// layout (`gate_up::interleaved<G>`: as the GEMM's columns; `gate_up::separate`: the gate's I
 /// values, then the up's I values). Columns c >= `count` keep their accumulator unchanged (not
-/// + 0, which would turn -0 into +0). Fragment forms read two neighbouring columns at once:
+/// + 0, which would turn -0 into +0). `data` is read for every column below `count` (no bias is
+/// the type `no_bias`, not a null pointer). Fragment forms read two neighbouring columns at once:
 /// `data` 8-byte aligned there.
 /// \code
 /// __host__ __device__ fp4fuse::column_bias expert_bias(const float* d_bias, std::int64_t I) {
