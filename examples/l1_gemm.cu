@@ -2,8 +2,8 @@
 // rows interleaved by 8, and its three output flows side by side:
 //   1. interleaved BF16 [T, 2I], then fp4fuse::swiglu_quantize
 //   2. compact BF16 SwiGLU [T, I] from the epilogue, then fp4fuse::quantize
-//   3. fused SwiGLU -> NVFP4 in the epilogue (fp4fuse::swiglu_quantize_wgmma_epilogue /
-//      swiglu_quantize_mma_epilogue): packed E2M1 [T, I/2] + 128x4-swizzled E4M3 scales
+//   3. fused SwiGLU -> NVFP4 in the epilogue (fp4fuse::wgmma_epilogue /
+//      mma_epilogue on a fused_epilogue description): packed E2M1 [T, I/2] + 128x4-swizzled E4M3 scales
 // It checks each flow against a float64 reference on sampled rows, checks flow 3 with the BF16
 // intermediate bit-identical to flow 2, and prints a table (time, bytes written, error).
 // Without a GPU it runs the fragment epilogue emulated on the host over a small problem.

@@ -108,16 +108,19 @@ struct swiglu_nvfp4 {
   const float* global_encode_scale;
   Activation act;
 
+  using operation = fp4fuse::fused_epilogue<format, fp4fuse::sink::direct<format, fp4fuse::scale_layout::swizzled_128x4>, Activation, gate_up,
+                                            fp4fuse::no_bias, fp4fuse::output_amax::none, Intermediate>;
+
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
-    const fp4fuse::block_codec<format> codec(*global_encode_scale);
-    fp4fuse::swiglu_quantize_mma_epilogue<gate_up, Intermediate>(acc, {row0, col0}, act, codec, out);
+    fp4fuse::mma_epilogue(op(), acc, {row0, col0});
   }
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
-    const fp4fuse::block_codec<format> codec(*global_encode_scale);
-    fp4fuse::swiglu_quantize_wgmma_epilogue<gate_up, Intermediate>(acc, {row0, col0}, act, codec, out);
+    fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
   }
+  /// The library's description of this epilogue, its codec built from the global encode scale.
+  __device__ __forceinline__ operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act}; }
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
   __device__ __forceinline__ void prefetch() const {

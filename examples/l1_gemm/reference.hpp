@@ -132,7 +132,7 @@ inline bool scale_padding_is_zero(const std::vector<std::uint8_t>& scales, const
 
 /// The fragment epilogue on the host, lane by lane: a warp's 16 x 64 gate/up tiles of a fp32
 /// [T, 2I] matrix are laid out in registers by `mma_m16n8_f32_fragment` and handed to the
-/// library's host twin `swiglu_quantize_mma_epilogue_host` (fp4fuse/epilogue/host_twin.cuh),
+/// library's host twin `mma_epilogue_host` (fp4fuse/epilogue/host_twin.cuh),
 /// which writes packed [T, I/2] and the swizzled scales (padding 0x00) as the device epilogue does.
 template <class Activation>
 void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const Activation& act, float S,
@@ -153,7 +153,7 @@ void emulate_fragment_epilogue(const std::vector<float>& gu, int T, int I, const
             const std::int64_t row = row0 + frag::row(lane, r), col = gu0 + 8 * n + frag::col(lane, r);
             acc[lane][n][r] = row < T && col < 2 * I ? gu[static_cast<std::size_t>(row * 2 * I + col)] : 0.0f;
           }
-      fp4fuse::swiglu_quantize_mma_epilogue_host<interleave>(acc, {row0, gu0}, act, codec, out);
+      fp4fuse::mma_epilogue_host(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}, act}, acc, {row0, gu0});
     }
   }
 }

@@ -30,5 +30,6 @@
 #include "fp4fuse/epilogue/tcgen05_fragment.cuh"
 #include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
-#include "fp4fuse/epilogue/row_store.cuh"
+#include "fp4fuse/epilogue/bulk_store.cuh"
+#include "fp4fuse/epilogue/operation.cuh"
 #include "fp4fuse/epilogue/host_twin.cuh"

@@ -57,7 +57,7 @@ struct interleaved {
 };
 
 /// Gate and up in separate accumulators, column c of each the gate and the up value of output
-/// column c: the epilogues' source tag for `swiglu_quantize_row(gate, up, ...)` (epilogue/row.cuh).
+/// column c: the epilogues' source tag for `row_epilogue(op, gate, up, origin)` (epilogue/row.cuh).
 /// The standalone kernels take one [M, 2I] matrix and do not accept it.
 /// \code
 /// static_assert(!fp4fuse::gate_up::is_interleaved<fp4fuse::gate_up::separate>);

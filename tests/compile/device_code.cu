@@ -101,8 +101,11 @@ __global__ void mma_epilogue_kernel(const float* in, Activation act, float S,
   float acc[Tiles][4];
   for (int t = 0; t < Tiles; ++t)
     for (int r = 0; r < 4; ++r) acc[t][r] = in[(threadIdx.x * Tiles + t) * 4 + r];
-  const fp4fuse::block_codec<fp4fuse::format::nvfp4<Recipe>> codec(S);
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>, Intermediate>(acc, {16 * blockIdx.x, 0}, act, codec, out);
+  using F = fp4fuse::format::nvfp4<Recipe>;
+  const fp4fuse::fused_epilogue<F, fp4fuse::sink::direct<F, Layout>, Activation, fp4fuse::gate_up::interleaved<8>, fp4fuse::no_bias,
+                                fp4fuse::output_amax::none, Intermediate>
+      op{fp4fuse::block_codec<F>(S), {out}, act};
+  fp4fuse::mma_epilogue(op, acc, {16 * blockIdx.x, 0});
 }
 
 template <class Intermediate, int Registers, class Activation, class Recipe, class Layout>
@@ -110,21 +113,38 @@ __global__ void wgmma_epilogue_kernel(const float* in, Activation act, float S,
                                       fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<Recipe>, Layout> out) {
   float acc[Registers];
   for (int r = 0; r < Registers; ++r) acc[r] = in[threadIdx.x * Registers + r];
-  const fp4fuse::block_codec<fp4fuse::format::nvfp4<Recipe>> codec(S);
-  fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>, Intermediate>(acc, {64 * blockIdx.x, 0}, act, codec, out);
+  using F = fp4fuse::format::nvfp4<Recipe>;
+  const fp4fuse::fused_epilogue<F, fp4fuse::sink::direct<F, Layout>, Activation, fp4fuse::gate_up::interleaved<8>, fp4fuse::no_bias,
+                                fp4fuse::output_amax::none, Intermediate>
+      op{fp4fuse::block_codec<F>(S), {out}, act};
+  fp4fuse::wgmma_epilogue(op, acc, {64 * blockIdx.x, 0});
 }
 
-// The MXFP4 fragment form, the hand-back form, and the row form with its sinks and amax.
+// The MXFP4 fragment form, every sink with bias and amax, and the row form with its sinks and amax.
 template <class Format, int Tiles>
 __global__ void mma_epilogue_any_format_kernel(const float* in, fp4fuse::quantized_matrix<Format, fp4fuse::scale_layout::swizzled_128x4> out,
-                                               fp4fuse::quantized_block<Format>* handed) {
+                                               fp4fuse::quantized_block<Format>* handed, float* amax) {
+  __shared__ alignas(16) std::uint8_t staging[4 * fp4fuse::mma_staging_bytes<Tiles>];
   float acc[Tiles][4];
   for (int t = 0; t < Tiles; ++t)
     for (int r = 0; r < 4; ++r) acc[t][r] = in[(threadIdx.x * Tiles + t) * 4 + r];
   const fp4fuse::block_codec<Format> codec(448.0f);
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {16 * blockIdx.x, 0}, fp4fuse::activation::swiglu{}, codec, out);
-  const auto q = fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}}, acc, {16 * blockIdx.x, 0});
+  const fp4fuse::fused_epilogue staged{codec, fp4fuse::sink::staged{out, staging}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
+                                       fp4fuse::column_bias{in, 8 * Tiles}, fp4fuse::output_amax::global{amax}};
+  fp4fuse::mma_epilogue(staged, acc, {16 * blockIdx.x, 0});
+  float wacc[4 * Tiles];
+  for (int r = 0; r < 4 * Tiles; ++r) wacc[r] = in[threadIdx.x * 4 * Tiles + r];
+  fp4fuse::wgmma_epilogue(staged, wacc, {64 * blockIdx.x, 0});
+  fp4fuse::wait_staged_stores();
+  __syncwarp();
+  const fp4fuse::fused_epilogue hand_back{codec, fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
+                                          fp4fuse::column_bias{in, 8 * Tiles}};
+  const auto q = fp4fuse::mma_epilogue(hand_back, acc, {16 * blockIdx.x, 0});
   handed[threadIdx.x] = q.block[1][0];
+  fp4fuse::combine_output_amax(amax, q.amax(static_cast<int>(threadIdx.x % 32), 16, q.blocks));
+  const auto w = fp4fuse::wgmma_epilogue(hand_back, wacc, {64 * blockIdx.x, 0});
+  handed[threadIdx.x + 128] = w.block[0][0];
 }
 
 template <class Format, class Source, int N>
@@ -137,12 +157,16 @@ __global__ void row_epilogue_kernel(const float* in, fp4fuse::quantized_matrix<F
   if constexpr (std::is_same_v<Source, fp4fuse::gate_up::separate>) {
     const float(&gate)[N / 2] = *reinterpret_cast<const float(*)[N / 2]>(&acc[0]);
     const float(&up)[N / 2] = *reinterpret_cast<const float(*)[N / 2]>(&acc[N / 2]);
-    const auto q = fp4fuse::swiglu_quantize_row<Source>(gate, up, fp4fuse::activation::swiglu{}, codec, {in, N / 2}, {in, N / 2});
-    fp4fuse::store_quantized_row_staged(out, origin, q, staging[threadIdx.x % 128]);
+    const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::staged{out, staging[threadIdx.x % 128]}, fp4fuse::activation::swiglu{}, Source{},
+                                     fp4fuse::column_bias{in, N}, fp4fuse::output_amax::global{amax}};
+    fp4fuse::row_epilogue(op, gate, up, origin);
     fp4fuse::wait_staged_stores();
-    fp4fuse::combine_output_amax(amax, q.amax(), true);
+    const fp4fuse::fused_epilogue hand_back{codec, fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, Source{}};
+    fp4fuse::combine_output_amax(amax, fp4fuse::row_epilogue(hand_back, gate, up, origin).amax(), true);
   } else {
-    fp4fuse::swiglu_quantize_row_epilogue<Source>(acc, origin, fp4fuse::activation::swiglu_clamped{}, codec, out, {{in, N}, amax});
+    const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu_clamped{}, Source{}, fp4fuse::column_bias{in, N},
+                                     fp4fuse::output_amax::global{amax}};
+    fp4fuse::row_epilogue(op, acc, origin);
   }
 }
 
@@ -244,7 +268,7 @@ void instantiate() {
   use(&mma_epilogue_kernel<intermediate::bf16, 20, activation::swiglu_clamped, recipe::vllm, linear>);
   use(&mma_epilogue_kernel<intermediate::fp32, 8, activation::geglu_tanh, recipe::te_exact, linear>);
   use(&mma_epilogue_any_format_kernel<format::mxfp4<>, 16>);
-  use(&mma_epilogue_any_format_kernel<nvfp4_te, 12>);
+  use(&mma_epilogue_any_format_kernel<nvfp4_te, 24>);
   use(&row_epilogue_kernel<nvfp4_te, gate_up::interleaved<8>, 32>);
   use(&row_epilogue_kernel<format::mxfp4<>, gate_up::interleaved<1>, 64>);
   use(&row_epilogue_kernel<nvfp4_te, gate_up::separate, 64>);

@@ -39,8 +39,9 @@ __global__ void __launch_bounds__(128) tcgen05_row_epilogue(const float* gate_up
   float acc[N];
   for (int r = 0; r < N; ++r) acc[r] = cuda::std::bit_cast<float>(bits[r]);
   const fp4fuse::block_codec<Format> codec(d_S != nullptr ? *d_S : 1.0f);
-  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0 + t, col0}, fp4fuse::activation::swiglu{}, codec, out,
-                                                                          {{}, amax});
+  const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
+                                   fp4fuse::no_bias{}, fp4fuse::output_amax::global{amax}};
+  fp4fuse::row_epilogue(op, acc, {row0 + t, col0});
   cuda::ptx::tcgen05_fence_before_thread_sync();
   __syncthreads();
   if (warp == 0) cuda::ptx::tcgen05_dealloc(cuda::ptx::cta_group_1, tmem_base, 64u >= N ? 64u : static_cast<std::uint32_t>(N));

@@ -29,8 +29,8 @@ void reference(const std::vector<float>& gu, std::int64_t rows, std::int64_t I, 
       float x[bs];
       for (int i = 0; i < bs; ++i) {
         const std::int64_t c = k * bs + i;
-        x[i] = fp4fuse::detail::activate_one<Intermediate>(act, gu[static_cast<std::size_t>(r * 2 * I + GateUp::gate_col(c, I))],
-                                                           gu[static_cast<std::size_t>(r * 2 * I + GateUp::up_col(c, I))]);
+        x[i] = Intermediate::round(act.apply(gu[static_cast<std::size_t>(r * 2 * I + GateUp::gate_col(c, I))],
+                                             gu[static_cast<std::size_t>(r * 2 * I + GateUp::up_col(c, I))]));
         if (!std::isnan(x[i])) amax = std::max(amax, std::fabs(x[i]));
       }
       const auto b = codec.quantize(x);
@@ -54,7 +54,7 @@ float scale_for_test(const std::vector<float>& gu) {
 }
 
 // mma_separate / wgmma_separate: gate and up in two accumulators (a GEMM with two B operands),
-// each filled from its own columns and biased with its own bias, then interleave_gate_up.
+// each filled from its own columns, then interleave_gate_up (the bias applies to the interleaved accumulator).
 enum class form { mma, wgmma, row, mma_separate, wgmma_separate };
 
 template <form Form, int Width, class Format, class Intermediate, class Activation>
@@ -65,23 +65,12 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   const float S = scale_for_test<Format>(gu);
   const std::int64_t ld_packed = I / 2 + 16;
-  // An optional [2I] bias: the reference quantizes the biased matrix (added in fp32), the forms
-  // add it to the registers (add_column_bias, add_column_bias_wgmma, the row form's column_bias).
+  // An optional [2I] bias: the reference quantizes the biased matrix (added in fp32), the twins
+  // add it to the registers as the description's column_bias says (in the interleaved order; the
+  // separate forms' accumulators are interleaved first).
   const column_bias_case bias_case = make_column_bias(gu, rows, 2 * I, g, with_bias);
   const std::vector<float>& bias = bias_case.bias;
   const std::vector<float>& biased = bias_case.biased;
-  const auto bias_at = [&](std::int64_t c0) {
-    return with_bias ? fp4fuse::column_bias{bias.data() + c0, 2 * I - c0} : fp4fuse::column_bias{};
-  };
-  // Separate accumulators: output column c's gate and up values and biases.
-  std::vector<float> gate_bias(static_cast<std::size_t>(I)), up_bias(static_cast<std::size_t>(I));
-  for (std::int64_t c = 0; c < I; ++c) {
-    gate_bias[static_cast<std::size_t>(c)] = bias[static_cast<std::size_t>(il8::gate_col(c, I))];
-    up_bias[static_cast<std::size_t>(c)] = bias[static_cast<std::size_t>(il8::up_col(c, I))];
-  }
-  const auto separate_bias = [&](const std::vector<float>& b, std::int64_t oc0) {
-    return with_bias ? fp4fuse::column_bias{b.data() + oc0, I - oc0} : fp4fuse::column_bias{};
-  };
   const auto gate_at = [&](std::int64_t row, std::int64_t c) { return c < I ? value_at(gu, rows, I, row, il8::gate_col(c, I)) : 1e4f; };
   const auto up_at = [&](std::int64_t row, std::int64_t c) { return c < I ? value_at(gu, rows, I, row, il8::up_col(c, I)) : 1e4f; };
   std::vector<std::uint8_t> want_p, want_s;
@@ -93,6 +82,17 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
   const fp4fuse::block_codec<Format> codec(S);
   const std::int64_t gu_cols = layout.padded_cols() * bs * 2;  // gate/up columns of the padded extent
   float got_amax = 0.0f;
+  // The description: the output and its sink, the bias if any, the amax into a host float.
+  const auto run = [&](const auto& twin) {
+    using direct = fp4fuse::sink::direct<Format, layout_t>;
+    using global = fp4fuse::output_amax::global;
+    if (with_bias) {
+      twin(fp4fuse::fused_epilogue<Format, direct, Activation, il8, fp4fuse::column_bias, global, Intermediate>{
+          codec, {out}, act, {}, {bias.data(), 2 * I}, {&got_amax}});
+    } else {
+      twin(fp4fuse::fused_epilogue<Format, direct, Activation, il8, fp4fuse::no_bias, global, Intermediate>{codec, {out}, act, {}, {}, {&got_amax}});
+    }
+  };
   INFO(salt << " M=" << rows << " I=" << I << " width=" << Width);
   if constexpr (Form == form::mma) {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -102,8 +102,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
         for (int lane = 0; lane < 32; ++lane)
           for (int n = 0; n < Width; ++n)
             for (int r = 0; r < 4; ++r) acc[lane][n][r] = value_at(gu, rows, I, r0 + frag::row(lane, r), c0 + 8 * n + frag::col(lane, r));
-        for (int lane = 0; lane < 32; ++lane) fp4fuse::add_column_bias(acc[lane], bias_at(c0), lane);
-        got_amax = fp4fuse::detail::max_num(got_amax, fp4fuse::swiglu_quantize_mma_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out));
+        run([&](const auto& op) { fp4fuse::mma_epilogue_host(op, acc, {r0, c0}); });
       }
   } else if constexpr (Form == form::wgmma) {
     using frag = fp4fuse::wgmma_m64nN_f32_fragment<Width>;
@@ -112,8 +111,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
       for (std::int64_t c0 = 0; c0 < gu_cols; c0 += Width) {
         for (int t = 0; t < 128; ++t)
           for (int i = 0; i < Width / 2; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::row(t, i), c0 + frag::col(t, i));
-        for (int t = 0; t < 128; ++t) fp4fuse::add_column_bias_wgmma(acc[t], bias_at(c0), t);
-        got_amax = fp4fuse::detail::max_num(got_amax, fp4fuse::swiglu_quantize_wgmma_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out));
+        run([&](const auto& op) { fp4fuse::wgmma_epilogue_host(op, acc, {r0, c0}); });
       }
   } else if constexpr (Form == form::mma_separate) {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -127,11 +125,9 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
               gate[lane][n][r] = gate_at(r0 + frag::row(lane, r), oc0 + 8 * n + frag::col(lane, r));
               up[lane][n][r] = up_at(r0 + frag::row(lane, r), oc0 + 8 * n + frag::col(lane, r));
             }
-          fp4fuse::add_column_bias(gate[lane], separate_bias(gate_bias, oc0), lane);
-          fp4fuse::add_column_bias(up[lane], separate_bias(up_bias, oc0), lane);
           fp4fuse::interleave_gate_up(gate[lane], up[lane], acc[lane]);
         }
-        got_amax = fp4fuse::detail::max_num(got_amax, fp4fuse::swiglu_quantize_mma_epilogue_host<il8, Intermediate>(acc, {r0, 2 * oc0}, act, codec, out));
+        run([&](const auto& op) { fp4fuse::mma_epilogue_host(op, acc, {r0, 2 * oc0}); });
       }
   } else if constexpr (Form == form::wgmma_separate) {
     using half = fp4fuse::wgmma_m64nN_f32_fragment<Width / 2>;  // each accumulator: Width / 2 output columns
@@ -144,11 +140,9 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
             gate[t][i] = gate_at(r0 + half::row(t, i), oc0 + half::col(t, i));
             up[t][i] = up_at(r0 + half::row(t, i), oc0 + half::col(t, i));
           }
-          fp4fuse::add_column_bias_wgmma(gate[t], separate_bias(gate_bias, oc0), t);
-          fp4fuse::add_column_bias_wgmma(up[t], separate_bias(up_bias, oc0), t);
           fp4fuse::interleave_gate_up(gate[t], up[t], acc[t]);
         }
-        got_amax = fp4fuse::detail::max_num(got_amax, fp4fuse::swiglu_quantize_wgmma_epilogue_host<il8, Intermediate>(acc, {r0, 2 * oc0}, act, codec, out));
+        run([&](const auto& op) { fp4fuse::wgmma_epilogue_host(op, acc, {r0, 2 * oc0}); });
       }
   } else {
     using frag = fp4fuse::tcgen05_32x32b_fragment<Width>;
@@ -157,7 +151,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
       for (std::int64_t c0 = 0; c0 < gu_cols; c0 += Width) {
         for (int t = 0; t < 128; ++t)
           for (int i = 0; i < Width; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::row(t, i), c0 + frag::col(t, i));
-        fp4fuse::swiglu_quantize_row_epilogue_host<il8, Intermediate>(acc, {r0, c0}, act, codec, out, {bias_at(c0), &got_amax});
+        run([&](const auto& op) { fp4fuse::row_epilogue_host(op, acc, {r0, c0}); });
       }
   }
   CHECK(bits_of(got_amax) == bits_of(want_amax));  // every form: the amax over the values inside the matrix

@@ -1,4 +1,4 @@
-// The row form of the fused epilogue (epilogue/row.cuh, row_store.cuh) with its registers filled
+// The row adapter of the fused epilogue (epilogue/row.cuh) with its registers filled
 // from memory as `tcgen05.ld` 32x32b leaves them (`tcgen05_32x32b_fragment`; it is a layout, so
 // it runs on Hopper), against the standalone swiglu_quantize kernel on the same fp32 gate/up
 // values: NVFP4 and MXFP4, gate/up interleaved by 1, 8 and 16 and in separate accumulators, with
@@ -7,7 +7,6 @@
 // hand-back form against the host block_codec on the device's own activations, and the output
 // amax against the exact maximum.
 #include <fp4fuse/epilogue/row.cuh>
-#include <fp4fuse/epilogue/row_store.cuh>
 #include <fp4fuse/epilogue/tcgen05_fragment.cuh>
 
 #include "../kernels/kernel_test_support.cuh"
@@ -55,7 +54,35 @@ __global__ void row_kernel(const float* gu, const float* bias, Activation act, c
   const int t = frag::thread_row();
   const std::int64_t row = row0 + frag::row(t, 0);
   const fp4fuse::block_codec<Format> codec(S != nullptr ? *S : 1.0f);
-  fp4fuse::quantized_row<Format, Blocks> q;
+  const fp4fuse::tile_origin origin{row, col0};
+  // The description for this case: the sink kind, the bias (bias == nullptr: none), the amax.
+  const auto run = [&](const auto& bias_value, const auto& input) {
+    using B = std::decay_t<decltype(bias_value)>;
+    using none = fp4fuse::output_amax::none;
+    using global = fp4fuse::output_amax::global;
+    using direct = fp4fuse::sink::direct<Format, layout_t>;
+    using staged = fp4fuse::sink::staged<Format, layout_t>;
+    if constexpr (Sink == sink::hand_back) {
+      const fp4fuse::fused_epilogue<Format, fp4fuse::sink::hand_back, Activation, Source, B, none, Intermediate> op{codec, {}, act, {}, bias_value};
+      const auto q = input(op);
+      // The caller's own store: every block of the slice into a plain [padded rows][slices * Blocks] array.
+      for (int b = 0; b < Blocks; ++b) handed[row * slices_per_row * Blocks + (slice % slices_per_row) * Blocks + b] = q.blocks[b];
+      const std::int64_t left = out.layout.scale_cols - col0 / (2 * Format::block_size);
+      fp4fuse::combine_output_amax(amax, q.amax(left <= 0 ? 0 : (left < Blocks ? static_cast<int>(left) : Blocks)), row < rows);
+    } else if constexpr (Sink == sink::staged) {
+      input(fp4fuse::fused_epilogue<Format, staged, Activation, Source, B, global, Intermediate>{codec, {out, staging[t]}, act, {}, bias_value, {amax}});
+      fp4fuse::wait_staged_stores();
+    } else {
+      input(fp4fuse::fused_epilogue<Format, direct, Activation, Source, B, global, Intermediate>{codec, {out}, act, {}, bias_value, {amax}});
+    }
+  };
+  const auto with_bias = [&](const auto& input) {
+    if (bias != nullptr) {
+      run(fp4fuse::column_bias{bias, 2 * I}, input);
+    } else {
+      run(fp4fuse::no_bias{}, input);
+    }
+  };
   if constexpr (std::is_same_v<Source, separate>) {
     float g[N / 2], u[N / 2];
     const std::int64_t c0 = col0 / 2;  // the segment's first output column
@@ -64,33 +91,11 @@ __global__ void row_kernel(const float* gu, const float* bias, Activation act, c
       g[r] = c < I ? load_or_zero(gu, rows, 2 * I, row, c) : 0.0f;
       u[r] = c < I ? load_or_zero(gu, rows, 2 * I, row, I + c) : 0.0f;
     }
-    const fp4fuse::column_bias gb{bias != nullptr ? bias + c0 : nullptr, I - c0}, ub{bias != nullptr ? bias + I + c0 : nullptr, I - c0};
-    q = fp4fuse::swiglu_quantize_row<separate, Intermediate>(g, u, act, codec, gb, ub);
+    with_bias([&](const auto& op) { return fp4fuse::row_epilogue(op, g, u, origin); });
   } else {
     float acc[N];
     for (int r = 0; r < N; ++r) acc[r] = load_or_zero(gu, rows, 2 * I, row, col0 + frag::col(t, r));
-    const fp4fuse::column_bias b{bias != nullptr ? bias + col0 : nullptr, 2 * I - col0};
-    if constexpr (Sink == sink::direct && !std::is_same_v<Source, separate>) {
-      // The one-call form (bias, direct stores and amax inside).
-      fp4fuse::swiglu_quantize_row_epilogue<Source, Intermediate>(acc, {row, col0}, act, codec, out, {b, amax});
-      return;
-    }
-    q = fp4fuse::swiglu_quantize_row<Source, Intermediate>(acc, act, codec, b);
-  }
-  const fp4fuse::tile_origin origin{row, col0};
-  if constexpr (Sink == sink::staged) {
-    fp4fuse::store_quantized_row_staged(out, origin, q, staging[t]);
-    fp4fuse::wait_staged_stores();
-  } else if constexpr (Sink == sink::hand_back) {
-    // The caller's own store: every block of the slice into a plain [padded rows][slices * Blocks] array.
-    for (int b = 0; b < Blocks; ++b) handed[row * slices_per_row * Blocks + (slice % slices_per_row) * Blocks + b] = q.blocks[b];
-  } else {
-    fp4fuse::store_quantized_row(out, origin, q);
-  }
-  if (amax != nullptr) {
-    const std::int64_t left = out.layout.scale_cols - col0 / (2 * Format::block_size);
-    const int valid = left <= 0 ? 0 : (left < Blocks ? static_cast<int>(left) : Blocks);
-    fp4fuse::combine_output_amax(amax, q.amax(valid), row < rows);
+    with_bias([&](const auto& op) { return fp4fuse::row_epilogue(op, acc, origin); });
   }
 }
 
@@ -215,8 +220,6 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
 
 }  // namespace
 
-static_assert(fp4fuse::tcgen05_32x32b_fragment<32>::row(77, 3) == 77 && fp4fuse::tcgen05_32x32b_fragment<32>::col(77, 3) == 3,
-              "32x32b: thread t holds row t, register r column r");
 
 TEST_CASE("row epilogue [gpu]: NVFP4, tcgen05 32x32b registers, interleaved by 8, bit-identical to swiglu_quantize", "[gpu][epilogue]") {
   using fp4fuse::intermediate::bf16;
@@ -270,81 +273,26 @@ TEST_CASE("row epilogue [gpu]: the output amax over finite data equals the exact
   }
 }
 
-namespace {
-/// Thread i of the grid passes locals[i] (inside[i]) to combine_output_amax.
-__global__ void amax_kernel(const float* locals, const unsigned char* inside, float* amax) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  fp4fuse::combine_output_amax(amax, locals[i], inside[i] != 0);
-}
-}  // namespace
-
-TEST_CASE("combine_output_amax [gpu]: NaN, -0 and negative locals contribute nothing", "[gpu][epilogue]") {
-  // As unsigned bits a -0, a negative or a NaN ranks above every positive float: any of them,
-  // passed once, would stick in *amax. Random mixes of them with positive values (finite,
-  // subnormal, +Inf) over 4 warps in 2 CTAs; the result must be the largest positive local inside.
-  auto g = rng("combine_output_amax");
-  constexpr int threads = 128;
-  std::uniform_real_distribution<float> u(0.0f, 100.0f);
-  for (int trial = 0; trial < 50; ++trial) {
-    std::vector<float> locals(threads);
-    std::vector<unsigned char> inside(threads);
-    const bool positives = trial % 5 != 0;  // every fifth trial: no positive value at all, the result stays +0
-    for (int i = 0; i < threads; ++i) {
-      switch (g() % 7) {
-        case 0: locals[i] = -0.0f; break;
-        case 1: locals[i] = float_of(static_cast<std::uint32_t>(g()) | 0x7FC00000u); break;  // NaN of either sign
-        case 2: locals[i] = -u(g) - 1.0f; break;
-        case 3: locals[i] = -std::numeric_limits<float>::infinity(); break;
-        case 4: locals[i] = positives ? float_of(static_cast<std::uint32_t>(g() % 0x7FFFFFu) + 1u) : 0.0f; break;  // subnormal
-        case 5: locals[i] = positives && g() % 50 == 0 ? std::numeric_limits<float>::infinity() : 0.0f; break;
-        default: locals[i] = positives ? u(g) : -0.0f; break;
-      }
-      inside[i] = g() % 4 != 0;
-    }
-    float want = 0.0f;
-    for (int i = 0; i < threads; ++i)
-      if (inside[i] && locals[i] > want) want = locals[i];
-    device_buffer d_locals(threads * 4), d_inside(threads), d_amax(4);
-    d_locals.upload(locals.data(), threads * 4);
-    d_inside.upload(inside.data(), threads);
-    const float zero = 0.0f;
-    d_amax.upload(&zero, 4);
-    amax_kernel<<<2, threads / 2>>>(d_locals.as<float>(), d_inside.as<unsigned char>(), d_amax.as<float>());
-    FP4FUSE_TEST_LAUNCHED();
-    float got;
-    const auto raw = d_amax.download();
-    std::memcpy(&got, raw.data(), 4);
-    INFO("trial " << trial << " want " << want << " got " << got);
-    REQUIRE(bits_of(got) == bits_of(want));
-    REQUIRE(d_amax.guard_intact());
-  }
-}
-
-TEST_CASE("tcgen05_32x32b_fragment: thread t holds row t, register r column r; the row form on the host", "[epilogue]") {
-  using frag = fp4fuse::tcgen05_32x32b_fragment<64>;
-  int hits[128][64] = {};
-  for (int t = 0; t < 128; ++t)
-    for (int r = 0; r < frag::registers; ++r) ++hits[frag::row(t, r)][frag::col(t, r)];
-  for (auto& row : hits)
-    for (int h : row) REQUIRE(h == 1);
+TEST_CASE("row_epilogue on the host: the hand-back sink equals block_codec on the biased activations", "[epilogue]") {
   // The row form is its own host twin: on the host, with a bias that skips columns past `count`
   // (a -0 there stays -0, so its E2M1 nibble keeps the sign), it equals block_codec on the activations.
   auto g = rng("row host");
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  float acc[64], bias[64];
+  float acc[64], bias[128] = {};  // the segment at gate/up column 64: bias[64 + i]
   for (int trial = 0; trial < 200; ++trial) {
     for (int i = 0; i < 64; ++i) {
       acc[i] = (g() % 8 == 0) ? -0.0f : u(g);
-      bias[i] = u(g);
+      bias[64 + i] = u(g);
     }
     const int count = static_cast<int>(g() % 65);
     const fp4fuse::block_codec<nvfp4> codec(fp4fuse::nvfp4_global_encode_scale(50.0f));
-    const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec,
-                                                                                 fp4fuse::column_bias{bias, count});
+    const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
+                                     fp4fuse::column_bias{bias, 64 + count}};
+    const auto q = fp4fuse::row_epilogue(op, acc, {0, 64});
     float h[32];
     for (int j = 0; j < 32; ++j) {
       const int gc = 16 * (j / 8) + j % 8, uc = gc + 8;
-      h[j] = fp4fuse::activation::swiglu{}.apply(gc < count ? acc[gc] + bias[gc] : acc[gc], uc < count ? acc[uc] + bias[uc] : acc[uc]);
+      h[j] = fp4fuse::activation::swiglu{}.apply(gc < count ? acc[gc] + bias[64 + gc] : acc[gc], uc < count ? acc[uc] + bias[64 + uc] : acc[uc]);
     }
     for (int b = 0; b < 2; ++b) {
       float x[16];

@@ -2,20 +2,24 @@
 // tiles_to_cover), on the host: a grid of tiles, split in parts as a GEMM's warpgroups split them,
 // each part writing what an epilogue writes inside it, plus write_scale_padding_beyond_grid from
 // every part; then every byte of the scale tensor holds its scale or 0x00, for grids that end
-// short of the padded extent in rows, columns or both.
+// short of the padded extent in rows, columns or both. The same grids on the GPU: one CTA per part,
+// its threads sharing the stores, over a poisoned device tensor.
 #include <fp4fuse/epilogue/scale_padding.cuh>
 #include <fp4fuse/scale_layout.cuh>
 
 #include <algorithm>
 #include <vector>
 
-#include "../test_support.hpp"
+#include "../kernels/kernel_test_support.cuh"
+
+using fp4fuse_test::device_buffer;
 
 namespace {
 
 using fp4fuse::scale_layout::extent;
 
-constexpr std::uint8_t poison = 0xA5, code = 0x11;
+constexpr std::uint8_t code = 0x11;
+using fp4fuse_test::poison;
 
 /// Runs the grid of `tile` tiles (covering round_up(rows, tile.rows) x round_up(cols, tile.cols)),
 /// each split in `parts` x 1 parts along the rows or 1 x `parts` along the columns, over a poisoned
@@ -41,6 +45,47 @@ std::size_t run_grid(const Layout& layout, extent tile, int parts, bool split_ro
   for (std::int64_t r = 0; r < padded.rows; ++r)
     for (std::int64_t k = 0; k < padded.cols; ++k)
       bad += scales[static_cast<std::size_t>(layout.offset(r, k))] != (layout.is_padding(r, k) ? 0 : code);
+  return bad;
+}
+
+/// The device's run of a grid: CTA b is part b % parts of tile b / parts (tiles in row-major order,
+/// tiles_per_row per row); its threads write the part's interior as an epilogue would (the code in
+/// the matrix, 0x00 in the padding) and then call write_scale_padding_beyond_grid, sharing the stores.
+template <class Layout>
+__global__ void grid_kernel(std::uint8_t* scales, Layout layout, fp4fuse::scale_tile_grid grid, extent part_size, int parts, bool split_rows,
+                            std::int64_t tiles_per_row) {
+  const std::int64_t tile = blockIdx.x / parts, p = blockIdx.x % parts;
+  const std::int64_t r0 = tile / tiles_per_row * grid.tile.rows, c0 = tile % tiles_per_row * grid.tile.cols;
+  const fp4fuse::scale_region part{r0 + (split_rows ? p * part_size.rows : 0), c0 + (split_rows ? 0 : p * part_size.cols), part_size};
+  const extent padded = fp4fuse::scale_layout::padded_extent(layout);
+  for (std::int64_t i = threadIdx.x; i < part_size.rows * part_size.cols; i += blockDim.x) {
+    const std::int64_t r = part.row0 + i / part_size.cols, k = part.col0 + i % part_size.cols;
+    if (r < padded.rows && k < padded.cols) scales[layout.offset(r, k)] = layout.is_padding(r, k) ? 0 : code;
+  }
+  fp4fuse::write_scale_padding_beyond_grid(scales, layout, grid, part, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
+}
+
+/// run_grid on the GPU: the wrong bytes of the device's tensor, and (out) how many bytes the
+/// padding writes beyond the grid had to supply (those the interior writes left poisoned).
+template <class Layout>
+std::size_t run_grid_gpu(const Layout& layout, extent tile, int parts, bool split_rows, int threads, std::size_t& beyond) {
+  const extent covered{(layout.rows + tile.rows - 1) / tile.rows * tile.rows, (layout.scale_cols + tile.cols - 1) / tile.cols * tile.cols};
+  const fp4fuse::scale_tile_grid grid{tile, covered};
+  const extent part_size{split_rows ? tile.rows / parts : tile.rows, split_rows ? tile.cols : tile.cols / parts};
+  const extent padded = fp4fuse::scale_layout::padded_extent(layout);
+  const std::int64_t tiles_per_row = covered.cols / tile.cols, tiles = covered.rows / tile.rows * tiles_per_row;
+  device_buffer d_scales(static_cast<std::size_t>(layout.size_bytes()));  // poisoned
+  grid_kernel<<<static_cast<unsigned>(tiles * parts), threads>>>(d_scales.as<std::uint8_t>(), layout, grid, part_size, parts, split_rows, tiles_per_row);
+  FP4FUSE_TEST_LAUNCHED();
+  const std::vector<unsigned char> scales = d_scales.download();
+  std::size_t bad = 0;
+  beyond = 0;
+  for (std::int64_t r = 0; r < padded.rows; ++r)
+    for (std::int64_t k = 0; k < padded.cols; ++k) {
+      bad += scales[static_cast<std::size_t>(layout.offset(r, k))] != (layout.is_padding(r, k) ? 0 : code);
+      beyond += r >= covered.rows || k >= covered.cols;
+    }
+  if (!d_scales.guard_intact()) ++bad;
   return bad;
 }
 
@@ -108,4 +153,25 @@ TEST_CASE("write_scale_padding_beyond_grid on the output descriptor writes what 
       CHECK((std::count(by_output.begin(), by_output.end(), std::uint8_t{0}) > 0) == short_grid);
     }
   }
+}
+
+TEST_CASE("write_scale_padding_beyond_grid [gpu]: called on the device by every part's threads, no byte left unwritten", "[gpu][epilogue]") {
+  std::size_t strips = 0;  // grids whose padding beyond the grid is not empty: the function had work to do
+  for (std::int64_t M : {1, 37, 64, 65, 130, 300}) {
+    for (std::int64_t K : {1, 3, 5, 8, 9, 90}) {
+      const fp4fuse::scale_layout::swizzled_128x4 layout{M, K};
+      INFO("M=" << M << " scale columns=" << K);
+      std::size_t beyond = 0;
+      CHECK(run_grid_gpu(layout, {64, 1}, 1, true, 128, beyond) == 0);
+      strips += beyond > 0;
+      CHECK(run_grid_gpu(layout, {64, 2}, 2, false, 128, beyond) == 0);
+      strips += beyond > 0;
+      CHECK(run_grid_gpu(layout, {64, 4}, 2, false, 7, beyond) == 0);
+      CHECK(run_grid_gpu(layout, {128, 6}, 2, true, 128, beyond) == 0);
+      strips += beyond > 0;
+      CHECK(run_grid_gpu(layout, {16, 1}, 1, true, 32, beyond) == 0);
+      CHECK(run_grid_gpu(fp4fuse::scale_layout::linear{M, K}, {16, 2}, 2, false, 5, beyond) == 0);
+    }
+  }
+  CHECK(strips > 20);
 }

@@ -279,22 +279,6 @@ TEST_CASE("quantize [gpu]: MXFP4 both recipes, bit-exact with every byte checked
   check_quantize_kernel<format::mxfp4<recipe::mx_round_up>, scale_layout::swizzled_128x4, float>("q mx up sw f32");
 }
 
-TEST_CASE("fast_div: exact quotients for every divisor shape the launchers use", "[quantize]") {
-  auto g = rng("divmod");
-  std::vector<std::uint32_t> divisors = {1, 2, 3, 4, 5, 7, 31, 32, 112, 127, 128, 129, 448, 1792, 65535, 65536, 1000003, 0x7FFFFFFFu};
-  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(g() % 0x7FFFFFFFu) + 1);
-  for (std::uint32_t d : divisors) {
-    const fp4fuse::detail::fast_div f(d);
-    for (int i = 0; i < 20000; ++i) {
-      const std::uint32_t n = static_cast<std::uint32_t>(g() & 0x7FFFFFFFu);
-      REQUIRE(f(n) == n / d);
-    }
-    for (std::uint32_t n : {0u, d - 1, d, d + 1, 0x7FFFFFFFu, 0x7FFFFFFFu - (0x7FFFFFFFu % d)}) {
-      REQUIRE(f(n) == n / d);
-    }
-  }
-}
-
 namespace {
 
 /// Reference for the kernel plumbing: one thread per block calling the library's block codec on

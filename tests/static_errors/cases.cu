@@ -15,10 +15,11 @@ static_assert(sizeof(fp4fuse::quantized_block<fmt::nvfp4<>>::packed) == 8 && siz
 __global__ void epilogue_kernel(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
   float acc[8][4] = {};
   const fp4fuse::block_codec<fmt::nvfp4<>> codec(*S);
-#if CASE == 5  // expect: the fragment form needs gate and up interleaved by 8
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<1>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, codec, out);
+#if CASE == 5  // expect: mma_epilogue: the fragment form needs gate and up interleaved by 8
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<1>{}},
+                        acc, {0, 0});
 #else
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, codec, out);
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}}, acc, {0, 0});
 #endif
 }
 
@@ -41,67 +42,79 @@ using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_lay
 void grouped_into_dense(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, nullptr);
 }
-#elif CASE == 9  // expect: swiglu_quantize_mma_epilogue: a grouped (MoE) scale layout is written per expert
+#elif CASE == 9  // expect: sink::direct: a grouped (MoE) scale layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 __global__ void grouped_epilogue(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   float acc[8][4] = {};
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
-                                                                          fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{fp4fuse::block_codec<fmt::nvfp4<>>(*S), fp4fuse::sink::direct{out}}, acc, {0, 0});
 }
-#elif CASE == 10  // expect: swiglu_quantize_row: the segment must hold whole gate/up granules (G divides N / 2)
+#elif CASE == 10  // expect: row_epilogue: the segment must hold whole gate/up granules (G divides N / 2)
 void granule_too_wide(const float (&acc)[32]) {  // 16 output columns, but granules of 32
-  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<32>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<32>{}}, acc, {0, 0});
 }
-#elif CASE == 11  // expect: swiglu_quantize_row: N / 2 output columns must be whole blocks
+#elif CASE == 11  // expect: row_epilogue: N / 2 output columns must be whole blocks
 void part_of_a_block(const float (&acc)[16]) {  // 8 output columns: half an NVFP4 block
-  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{}}, acc, {0, 0});
 }
-#elif CASE == 12  // expect: swiglu_quantize_row: N / 2 output columns must be whole blocks
+#elif CASE == 12  // expect: row_epilogue: N / 2 output columns must be whole blocks
 void part_of_an_mx_block(const float (&acc)[32]) {  // 16 output columns: half an MXFP4 block
-  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, mxfp4_up());
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{mxfp4_up(), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{}}, acc, {0, 0});
 }
-#elif CASE == 13  // expect: swiglu_quantize_row(acc, ...): one accumulator needs gate_up::interleaved<G>
+#elif CASE == 13  // expect: row_epilogue(op, acc, origin): one accumulator needs gate_up::interleaved<G>
 void one_accumulator_separate(const float (&acc)[32]) {
-  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::separate>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::separate{}}, acc, {0, 0});
 }
-#elif CASE == 14  // expect: swiglu_quantize_row(gate, up, ...): two accumulators are gate_up::separate
+#elif CASE == 14  // expect: row_epilogue(op, gate, up, origin): two accumulators are gate_up::separate
 void two_accumulators_interleaved(const float (&gate)[16], const float (&up)[16]) {
-  (void)fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(gate, up, fp4fuse::activation::swiglu{}, nvfp4_te(1.0f));
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{}}, gate, up, {0, 0});
 }
-#elif CASE == 15  // expect: store_quantized_row: a grouped (MoE) layout is written per expert
-using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
-__global__ void grouped_row(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
+#elif CASE == 15  // expect: fused_epilogue: with sink::hand_back the amax partials come with the returned blocks
+__global__ void hand_back_with_global_amax(const float* S, float* amax) {
   float acc[32] = {};
-  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{},
-                                                                          fp4fuse::block_codec<fmt::nvfp4<>>(*S), out);
+  (void)fp4fuse::row_epilogue(fp4fuse::fused_epilogue{fp4fuse::block_codec<fmt::nvfp4<>>(*S), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{},
+                                                      fp4fuse::gate_up::interleaved<8>{}, fp4fuse::no_bias{}, fp4fuse::output_amax::global{amax}},
+                              acc, {0, 0});
 }
-#elif CASE == 16  // expect: store_quantized_row_staged: a grouped (MoE) layout is written per expert
+#elif CASE == 16  // expect: sink::staged: a grouped (MoE) scale layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
-__global__ void grouped_staged(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, fp4fuse::quantized_row<fmt::nvfp4<>, 2> q) {
+__global__ void grouped_staged(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   __shared__ alignas(16) unsigned char staging[16];
-  fp4fuse::store_quantized_row_staged(out, {0, 0}, q, staging);
+  float acc[32] = {};
+  fp4fuse::row_epilogue(fp4fuse::fused_epilogue{fp4fuse::block_codec<fmt::nvfp4<>>(*S), fp4fuse::sink::staged{out, staging}}, acc, {0, 0});
 }
 #elif CASE == 17  // expect: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)
 __global__ void mx_tiles(fp4fuse::quantized_matrix<fmt::mxfp4<recipe::mx_round_up>, fp4fuse::scale_layout::swizzled_128x4> out) {
   float acc[4][4] = {};  // 16 output columns: half an MXFP4 block
-  fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, mxfp4_up(), out);
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{mxfp4_up(), fp4fuse::sink::direct{out}}, acc, {0, 0});
 }
-#elif CASE == 18  // expect: swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8
-__global__ void blocks_il1(const float* S) {
-  float acc[8][4] = {};
-  (void)fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<1>>(acc, fp4fuse::activation::swiglu{}, nvfp4_te(*S));
+#elif CASE == 18  // expect: mma_epilogue: the fragment form needs gate and up interleaved by 8
+__global__ void wgmma_hand_back_il1(const float* S) {
+  float acc[64] = {};  // through the wgmma form's hand-back
+  (void)fp4fuse::wgmma_epilogue(
+      fp4fuse::fused_epilogue{nvfp4_te(*S), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<1>{}}, acc, {0, 0});
 }
 #elif CASE == 19  // expect: tcgen05.ld 32x32b.xN: N is a power of two, 1..128
 constexpr int not_a_load = fp4fuse::tcgen05_32x32b_fragment<48>::registers;
-#elif CASE == 21  // expect: swiglu_quantize_row_epilogue: the codec and the output must have the same format
+#elif CASE == 21  // expect: fused_epilogue: the sink's output must have the codec's format (format and recipe)
 __global__ void recipe_mismatch(fp4fuse::quantized_matrix<fmt::mxfp4<recipe::mx_ocp>, fp4fuse::scale_layout::swizzled_128x4> out) {
-  float acc[64] = {};
-  fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, mxfp4_up(), out);
+  float acc[64] = {};  // an mx_round_up codec for an mx_ocp output, through the row form
+  fp4fuse::row_epilogue(fp4fuse::fused_epilogue{mxfp4_up(), fp4fuse::sink::direct{out}}, acc, {0, 0});
 }
-#elif CASE == 22  // expect: swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format
+#elif CASE == 22  // expect: fused_epilogue: the sink's output must have the codec's format (format and recipe)
 __global__ void format_mismatch(const float* S, fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
   float acc[64] = {};  // an NVFP4 codec for an MXFP4 output, through the wgmma form
-  fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {0, 0}, fp4fuse::activation::swiglu{}, nvfp4_te(*S), out);
+  fp4fuse::wgmma_epilogue(fp4fuse::fused_epilogue{nvfp4_te(*S), fp4fuse::sink::direct{out}}, acc, {0, 0});
+}
+#elif CASE == 28  // expect: mma_epilogue: sink::staged copies 16-byte rows: NVFP4 needs Tiles a multiple of 8
+__global__ void staged_one_block(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
+  __shared__ alignas(16) unsigned char staging[fp4fuse::mma_staging_bytes<4>];
+  float acc[4][4] = {};  // one NVFP4 block per row: 8-byte rows
+  fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{nvfp4_te(*S), fp4fuse::sink::staged{out, staging}}, acc, {0, 0});
+}
+#elif CASE == 29  // expect: mma_epilogue_host: the host twin writes its output: sink::direct or sink::staged
+void twin_hand_back() {
+  static float acc[32][8][4];
+  fp4fuse::mma_epilogue_host(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}}, acc, {0, 0});
 }
 #elif CASE == 20  // expect: write_scale_padding_beyond_grid: a grouped (MoE) layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;

@@ -2,15 +2,23 @@
 /// \file epilogue/output_amax.cuh
 /// The output amax of a fused epilogue, for delayed scaling: max |act(gate) * up| over the tensor,
 /// reduced in the epilogue and combined in device memory, so the next step's global encode scale
-/// (`nvfp4_global_encode_scale(*d_amax)`) needs no extra pass. Every form gives a thread's partial:
-/// the row form `quantized_row::amax(valid_blocks)` (epilogue/row.cuh), the mma.sync and wgmma forms
-/// their return value (epilogue/swiglu_quantize.cuh); `combine_output_amax` combines a warp's.
+/// (`nvfp4_global_encode_scale(*d_amax)`) needs no extra pass. Every adapter combines it for the
+/// description's `output_amax::global` (epilogue/operation.cuh); with `sink::hand_back` it returns
+/// the partials (`quantized_row::amax`, `mma_quantized_blocks::amax`) for the caller to combine here.
 #include <cuda/ptx>
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
 
 namespace fp4fuse {
+
+namespace detail {
+/// `combine_output_amax`'s rule for one value into a host float: positive values only, the
+/// maximum by their bits (the host twins').
+inline void combine_output_amax_host(float* amax, float local) {
+  if (local > 0.0f && float_bits(local) > float_bits(*amax)) *amax = local;
+}
+}  // namespace detail
 
 /// Combines the calling warp's amaxes into `*amax` (device memory, initialised to +0 before the
 /// GEMM): the warp's maximum (one `__reduce_max_sync` over the bits), then one `atomicMax` on the
@@ -21,7 +29,7 @@ namespace fp4fuse {
 /// converged; `inside == false` contributes nothing (rows or columns beyond the matrix).
 /// \code
 /// __device__ void amax(float* d_amax, float lane_partial, bool row_inside) {
-///   // lane_partial: q.amax(valid_blocks) of the row form, or the mma / wgmma form's return value
+///   // lane_partial: q.amax(valid_blocks) of a hand-back row, or q.amax(lane, rows_left, blocks_left) of hand-back fragments
 ///   fp4fuse::combine_output_amax(d_amax, lane_partial, row_inside);  // *d_amax: set to +0 before the GEMM
 /// }
 /// \endcode

@@ -1,17 +1,17 @@
 #pragma once
 /// \file epilogue/swiglu_quantize.cuh
-/// A GEMM epilogue step: a warp's `mma.sync` m16n8 f32 accumulators, whose columns are gate/up
-/// interleaved in granules of 8, go through the gated activation and out as packed E2M1 plus E4M3
-/// block scales, straight from registers (no BF16 tensor, no shared memory).
+/// The fragment adapters of the fused epilogue (`fused_epilogue`, epilogue/operation.cuh):
+/// `mma_epilogue` for a warp's `mma.sync` m16n8 f32 accumulators and `wgmma_epilogue` for a
+/// warpgroup's `wgmma` m64nNk16 ones, whose columns are gate/up interleaved in granules of 8. The
+/// activations go out as packed E2M1 plus block scales straight from registers, through any sink
+/// (direct, staged, hand-back), with the optional bias and output amax.
 ///
 /// Per row, 16 output columns form one NVFP4 block: 2 granules = 4 n8 tiles (gate, up, gate, up).
 /// Each lane holds 4 of the block's 16 activations (columns 2t, 2t+1, 8+2t, 8+2t+1 for
 /// t = lane % 4); the four lanes of a quad share the amax, scale and packing work of four blocks
-/// at a time (see `swiglu_quantize_mma_epilogue`, "How"). Numerics are exactly
-/// `block_codec<format::nvfp4<Recipe>>` on the block's activations: bit-identical to the
-/// standalone `swiglu_quantize` kernel on the same fp32 gate/up values
-/// (tests/epilogue/swiglu_quantize.cu). The epilogue takes the same descriptors as that kernel:
-/// the gate/up layout tag, the activation, the format (through its codec) and a `quantized_matrix`.
+/// at a time (see `mma_epilogue`, "How"). Numerics are exactly `block_codec<Format>` on the
+/// block's activations: bit-identical to the standalone `swiglu_quantize` kernel on the same fp32
+/// gate/up values (tests/epilogue/swiglu_quantize.cu).
 #include <cuda/cmath>
 #include <cuda/ptx>
 #include <cuda/std/type_traits>
@@ -19,8 +19,10 @@
 
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/epilogue/bulk_store.cuh"
 #include "fp4fuse/epilogue/mma_fragment.cuh"
-#include "fp4fuse/epilogue/row.cuh"
+#include "fp4fuse/epilogue/operation.cuh"
+#include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
 #include "fp4fuse/epilogue/wgmma_fragment.cuh"
 #include "fp4fuse/format.cuh"
@@ -31,6 +33,51 @@
 #include "fp4fuse/scale_layout.cuh"
 
 namespace fp4fuse {
+
+/// What the hand-back fragment forms (`sink::hand_back`) return to one lane: whole blocks of the
+/// warp's 16-row tile for the caller's own store (an EVT node, a TMA store, another layout), and
+/// the lane's partials of the output amax. `block[half][slot]` is block `block_of(lane, slot)`
+/// (the tile's block column, -1: the lane holds none there) of tile row `row(lane, half)`.
+template <class Format, int Tiles>
+struct mma_quantized_blocks {
+  /// Blocks per row of the tile: Tiles / 4 (NVFP4), Tiles / 8 (MXFP4).
+  static constexpr int blocks = Tiles / (Format::block_size / 4);
+  /// Slots per row half: NVFP4 blocks come four at a time (one per lane), MXFP4 ones one at a time (lane t = 0).
+  static constexpr int slots = detail::is_nvfp4<Format> ? (blocks + 3) / 4 : blocks;
+  /// The lane's blocks: packed words in the standard order and the scale byte.
+  quantized_block<Format> block[2][slots];
+  /// max |h| over the lane's own values of block b of row half `half` (NaN ignored), for every b:
+  /// the output amax's partials (lane-local; the lane stores other lanes' blocks).
+  float lane_amax[2][blocks];
+  /// Tile row (0..15) of the lane's blocks of row half `half` (0, 1).
+  FP4FUSE_HOST_DEVICE static constexpr int row(int lane, int half) { return lane / 4 + 8 * half; }
+  /// The tile's block column held in `slot` by `lane`, or -1.
+  FP4FUSE_HOST_DEVICE static constexpr int block_of(int lane, int slot) {
+    const int t = lane % 4;
+    if constexpr (detail::is_nvfp4<Format>) {
+      return blocks - 4 * slot == 1 ? (t == 0 ? 4 * slot : -1) : (4 * slot + t < blocks ? 4 * slot + t : -1);
+    } else {
+      return t == 0 ? slot : -1;
+    }
+  }
+  /// The lane's partial of the output amax over the tile's part inside the matrix: its values of
+  /// tile rows < `rows_left` and blocks < `blocks_left` (M - the tile's first row, scale_cols - its
+  /// first block column), NaN ignored, +0 for none; for `combine_output_amax`.
+  FP4FUSE_HOST_DEVICE float amax(int lane, cuda::std::int64_t rows_left, cuda::std::int64_t blocks_left) const {
+    float a = 0.0f;
+    FP4FUSE_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      FP4FUSE_UNROLL
+      for (int b = 0; b < blocks; ++b) a = row(lane, half) < rows_left && b < blocks_left ? detail::max_num(a, lane_amax[half][b]) : a;
+    }
+    return a;
+  }
+};
+
+/// Bytes of shared memory the staged sink needs per warp for `Tiles` n8 tiles (16 rows of 2 * Tiles
+/// packed bytes, both formats); a warpgroup's wgmma form needs 4 times `mma_staging_bytes<Registers / 4>`.
+template <int Tiles>
+inline constexpr int mma_staging_bytes = 16 * 2 * Tiles;
 
 namespace detail {
 
@@ -128,11 +175,7 @@ FP4FUSE_DEVICE uint2 nvfp4_quad_group(const float (&acc)[Tiles][4], int half, in
         FP4FUSE_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int gate_tile = 4 * block + 2 * q;
-          float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
-          if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
-            v = __bfloat162float(__float2bfloat16_rn(v));
-          }
-          h[j][2 * q + e] = v;
+          h[j][2 * q + e] = Intermediate::round(act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]));
         }
       }
     }
@@ -184,10 +227,7 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
     FP4FUSE_UNROLL
     for (int e = 0; e < 2; ++e) {
       const int gate_tile = 8 * block + 2 * q;
-      float v = act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]);
-      if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
-        v = __bfloat162float(__float2bfloat16_rn(v));
-      }
+      const float v = Intermediate::round(act.apply(acc[gate_tile][2 * half + e], acc[gate_tile + 1][2 * half + e]));
       h[2 * q + e] = v;
       partial = codec.combine_amax(partial, abs_float(v));  // the block's scale: NaN and Inf win
       lane_max = max_num(lane_max, abs_float(v));           // the output amax: NaN ignored
@@ -204,67 +244,54 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 }
 
 }  // namespace detail
+namespace detail {
 
-/// Applies act(gate) * up to one warp's accumulator tile and writes it as NVFP4 or MXFP4 (the
-/// format of `codec` and `out`). Warp-collective: all 32 lanes must call it with the same
-/// arguments (except `acc`). Returns the lane's partial of the output amax: max |act(gate) * up|
-/// over the lane's values inside the matrix (NaN ignored, +0 for none), for `combine_output_amax`
-/// (epilogue/output_amax.cuh); a caller that ignores it pays no instruction.
-///
-/// \tparam GateUp the GEMM's gate/up column layout: `gate_up::interleaved<8>` (the fragment then
-///         holds matching gate and up values in the same register of neighbouring n8 tiles)
-/// \tparam Tiles number of n8 accumulator tiles, a multiple of 4 (NVFP4) or 8 (MXFP4): the tile
-///         covers 8 * Tiles gate/up columns = 4 * Tiles output columns = Tiles / 4 NVFP4 blocks
-///         (Tiles / 8 MXFP4 blocks).
-/// \param acc    the lane's fragments, `acc[n][r]` as `mma_m16n8_f32_fragment` maps them
-/// \param origin the tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
-/// \param act    the gated activation (`activation::swiglu`, `swiglu_clamped`, `geglu_tanh`)
-/// \param codec  the format's codec, built from the global encode scale S
-/// \param out    the quantized output [M, I] and its scale layout
-/// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset`
-/// as well (both fp4fuse layouts) the row's part of the offset is computed once per row.
-/// Packed bytes of rows >= out.rows() or blocks >= out.layout.scale_cols are not written. Scale
-/// entries in the layout's padding (rows < padded_rows(), blocks < padded_cols()) that this tile
-/// covers are written as 0x00: tiles covering `scale_layout::padded_extent(out.layout)` (swizzled
-/// layout: round_up(M, 128) rows x round_up(I / block size, 4) blocks, i.e. round_up(2I, 128)
-/// gate/up columns for NVFP4 and round_up(2I, 256) for MXFP4; `scale_layout::tiles_to_cover`)
-/// write the whole scale tensor, padding included; otherwise `write_scale_padding_beyond_grid`
-/// (epilogue/scale_padding.cuh) writes the rest.
-///
-/// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
-/// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
-/// values of each block, and the quad transposes the packed bytes so that each lane stores one
-/// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
-/// reduced in every lane instead, which takes fewer steps for one block. MXFP4 (32-blocks, 8 values
-/// per lane): the quad all-reduces each block's amax with the codec's `combine_amax`, every lane
-/// computes the scale and encodes its 8 values, two byte gathers give lane 0 the block's 16 bytes,
-/// which it stores with the scale byte.
-/// \code
-/// float acc[8][4];  // a warp's 16 x 64 gate/up tile: 8 mma.sync m16n8 accumulators
-/// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
-/// fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, gate_up_col0},
-///                                                                          fp4fuse::activation::swiglu{}, codec, out);
-/// // or with the output amax (*d_amax +0 before the GEMM; fp4fuse/epilogue/output_amax.cuh):
-/// // fp4fuse::combine_output_amax(d_amax, fp4fuse::swiglu_quantize_mma_epilogue<...>(acc, ...));
-/// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class CodecFormat, class Format, class Layout>
-FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act,
-                                                  const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
-  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
-                "swiglu_quantize_mma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
-  static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
-                "swiglu_quantize_mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
-  static_assert(Tiles % (Format::block_size / 4) == 0,
-                "swiglu_quantize_mma_epilogue: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
-  static_assert(!scale_layout::is_grouped<Layout>,
-                "swiglu_quantize_mma_epilogue: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+/// The lane's accumulators with `bias` added (register r of n8 tile n: gate/up column col0 + 8n +
+/// `mma_m16n8_f32_fragment::col(lane, r)`): registers r and r + 1 are neighbouring columns, read
+/// as one float2 (`column_bias::data` 8-byte aligned, col0 even); columns >= count unchanged.
+template <int Tiles>
+FP4FUSE_DEVICE void add_fragment_bias(const column_bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4], cuda::std::int64_t col0,
+                                      int lane) {
+  FP4FUSE_UNROLL
+  for (int n = 0; n < Tiles; ++n) {
+    const cuda::std::int64_t col = col0 + 8 * n + mma_m16n8_f32_fragment::col(lane, 0);
+    float2 b = make_float2(0.0f, 0.0f);
+    const bool first = col < bias.count, second = col + 1 < bias.count;
+    if (second) {
+      b = *reinterpret_cast<const float2*>(bias.data + col);
+    } else if (first) {
+      b.x = bias.data[col];
+    }
+    FP4FUSE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      biased[n][2 * h] = first ? acc[n][2 * h] + b.x : acc[n][2 * h];
+      biased[n][2 * h + 1] = second ? acc[n][2 * h + 1] + b.y : acc[n][2 * h + 1];
+    }
+  }
+}
+
+/// The fragment epilogue's work with the stores: direct (`stage == nullptr`, Staged false) or the
+/// packed bytes of rows inside the matrix to `stage` (16 rows of blocks * block_bytes, Staged) and
+/// bulk copies by lane t = 0 of each quad. Returns the lane's amax partial over its values inside the matrix.
+template <class Intermediate, bool Staged, int Tiles, class Activation, class Format, class Layout>
+FP4FUSE_DEVICE float mma_store(const float (&acc)[Tiles][4], tile_origin origin, const Activation& act, const block_codec<Format>& codec,
+                               const quantized_matrix<Format, Layout>& out, cuda::std::uint8_t* stage) {
   using frag = mma_m16n8_f32_fragment;
   constexpr int blocks = Tiles / (Format::block_size / 4);
   constexpr int block_bytes = Format::block_size / 2;
+  constexpr int row_bytes = blocks * block_bytes;
   const int lane = static_cast<int>(cuda::ptx::get_sreg_laneid());  // any block shape
   const int t = lane % 4;
   const cuda::std::int64_t row0 = origin.row;
   const cuda::std::int64_t first_block_col = origin.gate_up_col / (2 * Format::block_size);  // 32 (NVFP4) gate/up columns per block
+  // Staged: the blocks inside the matrix's columns go by bulk copy in whole 16-byte units, an odd
+  // last NVFP4 block (8 bytes) directly. The same count for every row of the tile.
+  int bulk = 0;
+  if constexpr (Staged) {
+    const cuda::std::int64_t left = out.layout.scale_cols - first_block_col;
+    const int valid = left <= 0 ? 0 : (left < blocks ? static_cast<int>(left) : blocks);
+    bulk = (valid * block_bytes) & ~15;
+  }
   float lane_amax = 0.0f;  // the output amax's partial (unused by a caller: no instructions)
   FP4FUSE_UNROLL
   for (int half = 0; half < 2; ++half) {
@@ -272,6 +299,7 @@ FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], 
     const bool row_inside = row < out.rows();
     const bool row_in_scales = row < out.layout.padded_rows();
     const cuda::std::int64_t packed_row = row * out.ld_packed + first_block_col * block_bytes;
+    cuda::std::uint8_t* const stage_row = Staged ? stage + frag::row(lane, 2 * half) * row_bytes : nullptr;
     const cuda::std::int64_t scale_row = [&] {
       if constexpr (detail::has_split_offset<Layout>) {
         return out.layout.row_offset(row);
@@ -289,7 +317,11 @@ FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], 
         const cuda::std::int64_t block_col = first_block_col + block;
         const bool inside = row_inside && block_col < out.layout.scale_cols;
         if (inside) lane_amax = detail::max_num(lane_amax, lane_max);
-        if (t == 0 && inside) *reinterpret_cast<uint4*>(out.packed + packed_row + block_bytes * block) = bytes;
+        if constexpr (Staged) {
+          if (t == 0 && inside) *reinterpret_cast<uint4*>(stage_row + block_bytes * block) = bytes;
+        } else {
+          if (t == 0 && inside) *reinterpret_cast<uint4*>(out.packed + packed_row + block_bytes * block) = bytes;
+        }
         if (t == 0 && row_in_scales && block_col < out.layout.padded_cols()) {
           const cuda::std::int64_t scale_offset = [&] {
             if constexpr (detail::has_split_offset<Layout>) {
@@ -318,7 +350,15 @@ FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], 
         const cuda::std::int64_t block_col = first_block_col + block;
         const bool inside = row_inside && block_col < out.layout.scale_cols;
         if (block < blocks && inside) {
-          *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
+          if constexpr (Staged) {
+            if (8 * block < bulk) {
+              *reinterpret_cast<uint2*>(stage_row + 8 * block) = bytes;
+            } else {
+              *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;  // the odd last block
+            }
+          } else {
+            *reinterpret_cast<uint2*>(out.packed + packed_row + 8 * block) = bytes;
+          }
         }
         // Scale padding that falls in this tile is written as 0x00, so a grid whose tiles cover the
         // padded extent leaves no byte of the scale tensor unwritten.
@@ -334,53 +374,28 @@ FP4FUSE_DEVICE float swiglu_quantize_mma_epilogue(const float (&acc)[Tiles][4], 
       }
     }
   }
+  if constexpr (Staged) {
+    // Every lane's staged bytes visible to the async proxy, then lane t = 0 of each quad copies its two rows.
+    detail::bulk_store_fence();
+    __syncwarp();
+    if (t == 0 && bulk > 0) {
+      FP4FUSE_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        const cuda::std::int64_t row = row0 + frag::row(lane, 2 * half);
+        if (row < out.rows()) {
+          detail::bulk_store(out.packed + row * out.ld_packed + first_block_col * block_bytes, stage + frag::row(lane, 2 * half) * row_bytes,
+                             static_cast<cuda::std::uint32_t>(bulk));
+        }
+      }
+      detail::bulk_store_commit();
+    }
+  }
   return lane_amax;
 }
 
-/// What `swiglu_quantize_mma_blocks` hands back to one lane: whole blocks of the warp's 16-row tile
-/// for the caller's own store (an EVT node, a TMA store, another layout). `block[half][slot]` is
-/// block `block_of(lane, slot)` (the tile's block column, -1: the lane holds none there) of tile
-/// row `row(lane, half)`.
-template <class Format, int Tiles>
-struct mma_quantized_blocks {
-  /// Blocks per row of the tile: Tiles / 4 (NVFP4), Tiles / 8 (MXFP4).
-  static constexpr int blocks = Tiles / (Format::block_size / 4);
-  /// Slots per row half: NVFP4 blocks come four at a time (one per lane), MXFP4 ones one at a time (lane t = 0).
-  static constexpr int slots = detail::is_nvfp4<Format> ? (blocks + 3) / 4 : blocks;
-  /// The lane's blocks: packed words in the standard order and the scale byte.
-  quantized_block<Format> block[2][slots];
-  /// Tile row (0..15) of the lane's blocks of row half `half` (0, 1).
-  FP4FUSE_HOST_DEVICE static constexpr int row(int lane, int half) { return lane / 4 + 8 * half; }
-  /// The tile's block column held in `slot` by `lane`, or -1.
-  FP4FUSE_HOST_DEVICE static constexpr int block_of(int lane, int slot) {
-    const int t = lane % 4;
-    if constexpr (detail::is_nvfp4<Format>) {
-      return blocks - 4 * slot == 1 ? (t == 0 ? 4 * slot : -1) : (4 * slot + t < blocks ? 4 * slot + t : -1);
-    } else {
-      return t == 0 ? slot : -1;
-    }
-  }
-};
-
-/// The hand-back form of `swiglu_quantize_mma_epilogue`: the same activations, collectives and
-/// numerics, but the whole blocks each lane ends with are returned (`mma_quantized_blocks`)
-/// instead of stored; nothing is written, bounds and padding are the caller's. Warp-collective.
-/// \code
-/// __device__ void my_store(const float (&acc)[8][4], const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec) {
-///   using B = fp4fuse::mma_quantized_blocks<fp4fuse::format::nvfp4<>, 8>;
-///   const B q = fp4fuse::swiglu_quantize_mma_blocks<fp4fuse::gate_up::interleaved<8>>(acc, fp4fuse::activation::swiglu{}, codec);
-///   const int lane = static_cast<int>(threadIdx.x % 32);
-///   for (int half = 0; half < 2; ++half)
-///     if (B::block_of(lane, 0) >= 0) { /* store q.block[half][0] at tile row B::row(lane, half) */ }
-/// }
-/// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Tiles, class Activation, class Format>
-FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(const float (&acc)[Tiles][4], const Activation& act,
-                                                                              const block_codec<Format>& codec) {
-  static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
-                "swiglu_quantize_mma_blocks: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
-  static_assert(Tiles % (Format::block_size / 4) == 0,
-                "swiglu_quantize_mma_blocks: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
+/// The hand-back fragment epilogue: the blocks each lane ends with, and its amax partials.
+template <class Intermediate, int Tiles, class Activation, class Format>
+FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> mma_hand_back(const float (&acc)[Tiles][4], const Activation& act, const block_codec<Format>& codec) {
   using result = mma_quantized_blocks<Format, Tiles>;
   const int t = static_cast<int>(cuda::ptx::get_sreg_laneid()) % 4;
   result q;
@@ -390,13 +405,16 @@ FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(co
     for (int slot = 0; slot < result::slots; ++slot) {
       block_scale own;
       if constexpr (detail::is_nvfp4<Format>) {
-        float lane_max[4];  // unused here
+        float lane_max[4];
         const uint2 bytes = detail::nvfp4_quad_group<Intermediate, result::blocks>(acc, half, slot, t, act, codec, own, lane_max);
         q.block[half][slot].packed[0] = bytes.x;
         q.block[half][slot].packed[1] = bytes.y;
+        FP4FUSE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          if (4 * slot + j < result::blocks) q.lane_amax[half][4 * slot + j] = lane_max[j];
+        }
       } else {
-        float lane_max;  // unused here
-        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, slot, t, act, codec, own, lane_max);
+        const uint4 bytes = detail::mxfp4_quad_block<Intermediate>(acc, half, slot, t, act, codec, own, q.lane_amax[half][slot]);
         q.block[half][slot].packed[0] = bytes.x;
         q.block[half][slot].packed[1] = bytes.y;
         q.block[half][slot].packed[2] = bytes.z;
@@ -408,20 +426,135 @@ FP4FUSE_DEVICE mma_quantized_blocks<Format, Tiles> swiglu_quantize_mma_blocks(co
   return q;
 }
 
+/// The adapter on the (biased) accumulators.
+template <class Op, int Tiles>
+FP4FUSE_DEVICE auto mma_run(const Op& op, const float (&acc)[Tiles][4], tile_origin origin) {
+  using Intermediate = typename Op::intermediate_type;
+  using Sink = typename Op::sink_type;
+  if constexpr (cuda::std::is_same_v<Sink, sink::hand_back>) {
+    return mma_hand_back<Intermediate>(acc, op.act, op.codec);
+  } else {
+    constexpr bool staged = sink_traits<Sink>::staged;
+    cuda::std::uint8_t* stage = nullptr;
+    if constexpr (staged) stage = static_cast<cuda::std::uint8_t*>(op.sink.staging);
+    const float lane_amax = mma_store<Intermediate, staged>(acc, origin, op.act, op.codec, op.sink.out, stage);
+    if constexpr (cuda::std::is_same_v<typename Op::amax_type, output_amax::global>) {
+      combine_output_amax(op.amax.amax, lane_amax);
+    } else {
+      (void)lane_amax;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The fused epilogue on one warp's `mma.sync` m16n8 f32 accumulator tile: act(gate + b) * (up + b)
+/// of every gate/up pair, quantized as the description `op` says and sent to its sink.
+/// Warp-collective: all 32 lanes call it, converged, with the same `op` and `origin`.
+///
+/// \param op     the description (`fused_epilogue`): its GateUp must be `gate_up::interleaved<8>`
+///               (the fragment then holds matching gate and up values in the same register of
+///               neighbouring n8 tiles; two accumulators: `interleave_gate_up` first)
+/// \param acc    the lane's fragments `acc[n][r]` as `mma_m16n8_f32_fragment` maps them; Tiles a
+///               multiple of 4 (NVFP4) or 8 (MXFP4): 8 * Tiles gate/up columns = Tiles / 4 NVFP4
+///               blocks (Tiles / 8 MXFP4 blocks) per row
+/// \param origin the tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
+/// \return `mma_quantized_blocks<Format, Tiles>` for `sink::hand_back` (nothing written; bounds,
+///         padding and amax are the caller's), else nothing.
+/// Direct and staged sinks: packed bytes of rows >= out.rows() or blocks >= out.layout.scale_cols
+/// are not written. Scale entries in the layout's padding (rows < padded_rows(), blocks <
+/// padded_cols()) that this tile covers are written as 0x00: tiles covering
+/// `scale_layout::padded_extent(out.layout)` (`scale_layout::tiles_to_cover`) write the whole scale
+/// tensor; otherwise `write_scale_padding_beyond_grid` (epilogue/scale_padding.cuh) writes the rest.
+/// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset` as
+/// well (both fp4fuse layouts) the row's part of the offset is computed once per row. Staged:
+/// `sink::staged::staging` holds `mma_staging_bytes<Tiles>` bytes, NVFP4 Tiles a multiple of 8.
+/// Bias: `column_bias::data` 8-byte aligned.
+///
+/// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
+/// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
+/// values of each block, and the quad transposes the packed bytes so that each lane stores one
+/// whole block (8 bytes) and its scale byte. A lone block (Tiles = 4, or the last of 4k + 1) is
+/// reduced in every lane instead, which takes fewer steps for one block. MXFP4 (32-blocks, 8 values
+/// per lane): the quad all-reduces each block's amax with the codec's `combine_amax`, every lane
+/// computes the scale and encodes its 8 values, two byte gathers give lane 0 the block's 16 bytes,
+/// which it stores with the scale byte.
+/// \code
+/// __device__ void fused(const float (&acc)[8][4], std::int64_t row0, std::int64_t gate_up_col0, const float* d_S,
+///                       const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   // acc: a warp's 16 x 64 gate/up tile, 8 mma.sync m16n8 accumulators
+///   const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(*d_S), fp4fuse::sink::direct{out}};
+///   fp4fuse::mma_epilogue(op, acc, {row0, gate_up_col0});
+/// }
+/// \endcode
+template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Tiles>
+FP4FUSE_DEVICE auto mma_epilogue(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op, const float (&acc)[Tiles][4],
+                                 tile_origin origin) {
+  static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
+                "mma_epilogue: the fragment form needs gate and up interleaved by 8 (gate_up::interleaved<8>; two accumulators: interleave_gate_up first)");
+  static_assert(Tiles % (Format::block_size / 4) == 0,
+                "mma_epilogue: Tiles must be a multiple of 4 for NVFP4 (16 output columns per block), of 8 for MXFP4 (32)");
+  static_assert(!(detail::sink_traits<Sink>::staged && detail::is_nvfp4<Format> && Tiles % 8 != 0),
+                "mma_epilogue: sink::staged copies 16-byte rows: NVFP4 needs Tiles a multiple of 8 (2 blocks per row)");
+  if constexpr (cuda::std::is_same_v<Bias, column_bias>) {
+    float biased[Tiles][4];
+    detail::add_fragment_bias(op.bias, acc, biased, origin.gate_up_col, static_cast<int>(cuda::ptx::get_sreg_laneid()));
+    return detail::mma_run(op, biased, origin);
+  } else {
+    return detail::mma_run(op, acc, origin);
+  }
+}
+
+/// The fused epilogue on one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
+/// N = 2 * Registers, a multiple of 32). Warpgroup-collective: all 128 threads call it with the same
+/// `op` and `origin`; each warp handles its 16 rows through `mma_epilogue`, so numerics, bounds,
+/// padding, bias and amax are exactly those of that function.
+/// \param op     the description, as `mma_epilogue`; a staged sink's `staging` is the warpgroup's
+///               4 * `mma_staging_bytes<Registers / 4>` bytes (warp w uses the w-th quarter)
+/// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
+/// \param origin the warpgroup tile's first output row and first gate/up column
+/// \return for `sink::hand_back`, the calling warp's `mma_quantized_blocks<Format, Registers / 4>`
+///         (its tile rows start at 16 * `wgmma_m64nN_f32_fragment<N>::warp_in_warpgroup()`), else nothing.
+/// Preconditions: as `mma_epilogue`; warpgroups aligned to 4 warps of the block's linear thread index.
+/// \code
+/// __device__ void fused(const float (&acc)[128], std::int64_t m0, std::int64_t n0, const float* d_S, float* d_amax,
+///                       const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   // acc: one thread's wgmma m64n256k16 accumulators (64 x 256 gate/up = 128 outputs per row)
+///   const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(*d_S), fp4fuse::sink::direct{out},
+///                                    fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{}, fp4fuse::no_bias{},
+///                                    fp4fuse::output_amax::global{d_amax}};
+///   fp4fuse::wgmma_epilogue(op, acc, {m0, n0});
+/// }
+/// \endcode
+template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Registers>
+FP4FUSE_DEVICE auto wgmma_epilogue(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
+                                   const float (&acc)[Registers], tile_origin origin) {
+  static_assert(Registers % 16 == 0, "wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
+  using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
+  const int warp = frag::warp_in_warpgroup();
+  const tile_origin warp_origin{origin.row + 16 * warp, origin.gate_up_col};
+  if constexpr (detail::sink_traits<Sink>::staged) {
+    auto warp_op = op;
+    warp_op.sink.staging = static_cast<cuda::std::uint8_t*>(op.sink.staging) + warp * mma_staging_bytes<Registers / 4>;
+    return mma_epilogue(warp_op, frag::warp_tiles(acc), warp_origin);
+  } else {
+    return mma_epilogue(op, frag::warp_tiles(acc), warp_origin);
+  }
+}
+
 /// Gate and up from two accumulators (`gate_up::separate`: a GEMM with two B operands, or the two
 /// halves of a split one) as the one `gate_up::interleaved<8>` accumulator the fragment forms take:
 /// n8 tile k of `gate` becomes tile 2k of `acc`, of `up` tile 2k + 1. Output column c of the
 /// accumulators (c0 + c, c0 their first output column) is then the gate/up pair of the result's
-/// tile, whose `tile_origin` is {row, 2 * c0}. Bias: `add_column_bias` on each accumulator first,
-/// with the gate's and the up's own bias. A renaming of registers, no arithmetic. Per lane, host and
-/// device.
+/// tile, whose `tile_origin` is {row, 2 * c0}; a `column_bias` then is in the interleaved order.
+/// A renaming of registers, no arithmetic. Per lane, host and device.
 /// \code
 /// __device__ void two_b_operands(const float (&gate)[4][4], const float (&up)[4][4], std::int64_t row0, std::int64_t c0,
 ///                                const fp4fuse::block_codec<fp4fuse::format::nvfp4<>>& codec,
 ///                                const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
 ///   float acc[8][4];  // 32 output columns of gate and of up: 64 gate/up columns, 2 NVFP4 blocks per row
 ///   fp4fuse::interleave_gate_up(gate, up, acc);
-///   fp4fuse::swiglu_quantize_mma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+///   fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}}, acc, {row0, 2 * c0});
 /// }
 /// \endcode
 template <int Tiles>
@@ -438,15 +571,15 @@ FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Tiles][4], const
 
 /// The same for one thread's two `wgmma` m64nNk16 fragments of N columns each (`Registers` = N / 2):
 /// the result is the thread's fragment of a 2N-column tile (`wgmma_m64nN_f32_fragment<2N>`) that
-/// `swiglu_quantize_wgmma_epilogue` takes, register 8k + j (j < 4) gate register 4k + j and
-/// register 8k + 4 + j up register 4k + j.
+/// `wgmma_epilogue` takes, register 8k + j (j < 4) gate register 4k + j and register 8k + 4 + j up
+/// register 4k + j.
 /// \code
 /// __device__ void two_wgmma(const float (&gate)[64], const float (&up)[64], std::int64_t m0, std::int64_t c0,
 ///                           const fp4fuse::block_codec<fp4fuse::format::mxfp4<>>& codec,
 ///                           const fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
 ///   float acc[128];  // gate and up of m64n128k16 each: 128 output columns, 4 MXFP4 blocks per row
 ///   fp4fuse::interleave_gate_up(gate, up, acc);
-///   fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, 2 * c0}, fp4fuse::activation::swiglu{}, codec, out);
+///   fp4fuse::wgmma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}}, acc, {m0, 2 * c0});
 /// }
 /// \endcode
 template <int Registers>
@@ -457,68 +590,6 @@ FP4FUSE_HOST_DEVICE void interleave_gate_up(const float (&gate)[Registers], cons
     acc[8 * (i / 4) + i % 4] = gate[i];
     acc[8 * (i / 4) + 4 + i % 4] = up[i];
   }
-}
-
-/// Adds a per-column bias to one lane's `mma.sync` accumulators in place, before the epilogue (the
-/// activation then takes the biased gate and up, GPT-OSS): register r of n8 tile n is the tile's
-/// gate/up column 8n + `mma_m16n8_f32_fragment::col(lane, r)`, and gets `bias.add` of that column
-/// (`column_bias` of the tile's first gate/up column: columns past `count` unchanged). Per lane, host
-/// and device.
-/// \code
-/// __device__ void biased(float (&acc)[8][4], const float* d_bias, std::int64_t I, std::int64_t gate_up_col0) {
-///   fp4fuse::add_column_bias(acc, {d_bias + gate_up_col0, 2 * I - gate_up_col0}, static_cast<int>(threadIdx.x % 32));
-/// }
-/// \endcode
-template <int Tiles>
-FP4FUSE_HOST_DEVICE void add_column_bias(float (&acc)[Tiles][4], column_bias bias, int lane) {
-  FP4FUSE_UNROLL
-  for (int n = 0; n < Tiles; ++n) {
-    FP4FUSE_UNROLL
-    for (int r = 0; r < 4; ++r) acc[n][r] = bias.add(acc[n][r], 8 * n + mma_m16n8_f32_fragment::col(lane, r));
-  }
-}
-
-/// The same for one thread's `wgmma` m64nNk16 fragment (`thread` 0..127 of the warpgroup): register
-/// i is the tile's gate/up column `wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i)`.
-/// \code
-/// __device__ void biased(float (&acc)[128], const float* d_bias, std::int64_t I, std::int64_t n0) {
-///   fp4fuse::add_column_bias_wgmma(acc, {d_bias + n0, 2 * I - n0}, static_cast<int>(threadIdx.x % 128));
-/// }
-/// \endcode
-template <int Registers>
-FP4FUSE_HOST_DEVICE void add_column_bias_wgmma(float (&acc)[Registers], column_bias bias, int thread) {
-  FP4FUSE_UNROLL
-  for (int i = 0; i < Registers; ++i) acc[i] = bias.add(acc[i], wgmma_m64nN_f32_fragment<2 * Registers>::col(thread, i));
-}
-
-/// The same epilogue for one thread's `wgmma` m64nNk16 f32 fragment (`wgmma_m64nN_f32_fragment<N>`,
-/// N = 2 * Registers). Warpgroup-collective: all 128 threads call it with the same arguments
-/// (except `acc`); each warp handles its 16 rows through `swiglu_quantize_mma_epilogue`, so the
-/// numerics, bounds checks, scale padding and the returned amax partial are exactly those of that
-/// function.
-///
-/// \param acc    the thread's `Registers` accumulators d[0..Registers-1], in wgmma order
-/// \param origin the warpgroup tile's first output row and first gate/up column (a multiple of 2 * block size: 32 NVFP4, 64 MXFP4)
-/// \param act    the gated activation
-/// \param codec  the format's codec, built from the global encode scale S
-/// \param out    the quantized output [M, I] and its scale layout
-/// Preconditions: as `swiglu_quantize_mma_epilogue`; N a multiple of 32; warpgroups aligned to 4
-/// warps of the block's linear thread index.
-/// \code
-/// float acc[128];  // one thread's wgmma m64n256k16 accumulators (64 x 256 gate/up = 128 outputs)
-/// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(*d_S);
-/// fp4fuse::swiglu_quantize_wgmma_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {m0, n0}, fp4fuse::activation::swiglu{},
-///                                                                            codec, out);
-/// \endcode
-template <class GateUp, class Intermediate = intermediate::fp32, int Registers, class Activation, class CodecFormat, class Format, class Layout>
-FP4FUSE_DEVICE float swiglu_quantize_wgmma_epilogue(const float (&acc)[Registers], tile_origin origin, const Activation& act,
-                                                    const block_codec<CodecFormat>& codec, const quantized_matrix<Format, Layout>& out) {
-  static_assert(cuda::std::is_same_v<CodecFormat, Format>,
-                "swiglu_quantize_wgmma_epilogue: the codec and the output must have the same format (format and recipe), e.g. block_codec<F> with quantized_matrix<F, L>");
-  static_assert(Registers % 16 == 0, "swiglu_quantize_wgmma_epilogue: N = 2 * Registers must be a multiple of 32");
-  using frag = wgmma_m64nN_f32_fragment<2 * Registers>;
-  return swiglu_quantize_mma_epilogue<GateUp, Intermediate>(frag::warp_tiles(acc), {origin.row + 16 * frag::warp_in_warpgroup(), origin.gate_up_col},
-                                                     act, codec, out);
 }
 
 }  // namespace fp4fuse

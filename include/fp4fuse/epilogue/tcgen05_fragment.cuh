@@ -11,7 +11,7 @@
 /// \endverbatim
 /// So one thread holds N consecutive fp32 gate/up columns of one row: with `gate_up::interleaved<8>`,
 /// 32 registers are 16 output columns, one whole NVFP4 block, and 64 registers one MXFP4 block, with
-/// no data exchanged between threads (`swiglu_quantize_row`, epilogue/row.cuh). It is a layout, not an
+/// no data exchanged between threads (`row_epilogue`, epilogue/row.cuh). It is a layout, not an
 /// instruction: any source that leaves a thread consecutive columns of one row (a CuTe
 /// `partition_C` of a tcgen05 MMA copied with `SM100_TMEM_LOAD_32dp32b<N>x`, or a row read from
 /// shared memory) uses the same form.

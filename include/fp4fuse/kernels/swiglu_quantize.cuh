@@ -58,10 +58,7 @@ template <class Intermediate, class Activation, int N>
 FP4FUSE_DEVICE void activate(const Activation& act, const float (&gate)[N], const float (&up)[N], float (&h)[N]) {
   FP4FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
-    h[j] = act.apply(gate[j], up[j]);
-    if constexpr (cuda::std::is_same_v<Intermediate, intermediate::bf16>) {
-      h[j] = __bfloat162float(__float2bfloat16_rn(h[j]));
-    }
+    h[j] = Intermediate::round(act.apply(gate[j], up[j]));
   }
 }
 
