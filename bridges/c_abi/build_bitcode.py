@@ -45,14 +45,16 @@ TARGETS = {
 # Generic intrinsics outside the NVVM IR list (nvvm_intrinsics.txt) that clang emits for the
 # library's code, renamed to the NVVM intrinsic of the same operands and semantics (PTX abs.f32,
 # min.f32, max.f32: what nvcc emits for the same source; min/max return the other operand for one NaN).
+# (llvm.fabs is NOT renamed to llvm.nvvm.fabs.f: that is PTX abs.f32, which may change a NaN's
+# payload, while llvm.fabs clears the sign bit only; clang makes it from the library's
+# `bits & 0x7FFFFFFF`, so it is expanded into exactly that integer mask below.)
 RENAMES = {
-    "llvm.fabs.f32": ("llvm.nvvm.fabs.f", "declare float @llvm.nvvm.fabs.f(float)"),
     "llvm.minnum.f32": ("llvm.nvvm.fmin.f", "declare float @llvm.nvvm.fmin.f(float, float)"),
     "llvm.maxnum.f32": ("llvm.nvvm.fmax.f", "declare float @llvm.nvvm.fmax.f(float, float)"),
 }
-# ... and those expanded into plain instructions (icmp/select/sub, bit tests for is.fpclass).
+# ... and those expanded into plain instructions (icmp/select/sub, bit masks and tests).
 _CALL = re.compile(r"^(\s*)(%[-\w.$]+) = (?:tail |musttail |notail )?call (?:[\w]+(?:\([^)]*\))? )*?"
-                   r"(i1|i16|i32|i64) @(llvm\.(?:umax|umin|smax|smin|usub\.sat|is\.fpclass)\.(?:i16|i32|i64|f32))"
+                   r"(i1|i16|i32|i64|float) @(llvm\.(?:umax|umin|smax|smin|usub\.sat|is\.fpclass|fabs)\.(?:i16|i32|i64|f32))"
                    r"\(([^()]*)\)(.*)$", re.M)
 _counter = [0]
 NVVM_DATALAYOUT = ("e-p:64:64:64-p3:32:32:32-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-"
@@ -124,6 +126,10 @@ def _expand(m):
     ind, res, _, name, ops = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     args = _operands(ops)
     kind, ty = name[len("llvm."):].rsplit(".", 1)
+    if kind == "fabs":
+        b, a = _fresh(), _fresh()
+        return (f"{ind}{b} = bitcast float {args[0][1]} to i32\n{ind}{a} = and i32 {b}, 2147483647\n"
+                f"{ind}{res} = bitcast i32 {a} to float")
     if kind == "is.fpclass":
         return "\n".join(_is_fpclass_f32(ind, res, args[0][1], int(args[1][1])))
     (t, x), (_, y) = args

@@ -186,7 +186,8 @@ def main():
 
     rng = np.random.default_rng(seed)
     t0 = time.time()
-    fsc, usc, fvec = make_inputs(rng, list(h.NAMES), h.SIGS, T, h.NF, h.NU, h.NV, h.VLEN)
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf and NaN inputs are made on purpose
+        fsc, usc, fvec = make_inputs(rng, list(h.NAMES), h.SIGS, T, h.NF, h.NU, h.NV, h.VLEN)
     dev = torch.device("cuda")
     fsc = torch.from_numpy(fsc).to(dev)
     usc = torch.from_numpy(usc.view(np.int32)).to(dev)
