@@ -57,7 +57,7 @@ fi
 # (compiles kernels for sm_90a/sm_100a without a GPU). Debian bookworm has clang-19 (1:19.1.7).
 if [ "${FP4FUSE_NEED_BRIDGE_TOOLS:-0}" = 1 ]; then
   if ! command -v clang-19 >/dev/null 2>&1; then
-    apt_install clang-19 llvm-19 || echo "fp4fuse: could not install clang-19; the bitcode tests will SKIP" >&2
+    apt_install --no-install-recommends clang-19 llvm-19 || echo "fp4fuse: could not install clang-19; the bitcode tests will SKIP" >&2
   fi
   if ! python3 -c "import cutlass.cute" >/dev/null 2>&1; then
     python3 -m pip install -q --disable-pip-version-check "nvidia-cutlass-dsl==4.8.1" 2>/dev/null ||

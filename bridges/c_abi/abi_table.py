@@ -4,6 +4,7 @@
     abi_table.py --python OUT.py   writes the table module of the Python package (fp4fuse/_abi.py)
     abi_table.py --check OUT.py    exits 1 when OUT.py differs from what the header gives
     abi_table.py --markdown        prints the ABI table for docs/CUTE_DSL.md
+    abi_table.py --check OUT.py --docs docs/CUTE_DSL.md   also checks the table on that page
 
 Each prototype `FP4FUSE_C_API <ret> <name>(<type> <arg>, ...);` becomes
 (name, ret, ((type, arg), ...)) with the types spelled as in C: float, uint32_t, int64_t,
@@ -65,6 +66,7 @@ def main():
     g.add_argument("--python")
     g.add_argument("--check")
     g.add_argument("--markdown", action="store_true")
+    ap.add_argument("--docs", help="also check the generated table in this Markdown file (docs/CUTE_DSL.md)")
     args = ap.parse_args()
     table = parse()
     if args.python:
@@ -76,6 +78,13 @@ def main():
                 print(f"abi_table.py: {args.check} is out of date with fp4fuse_c.h; run abi_table.py --python {args.check}")
                 return 1
         print(f"abi_table.py: {args.check} matches fp4fuse_c.h ({len(table)} symbols)")
+        if args.docs:
+            with open(args.docs) as f:
+                m = re.search(r"<!-- abi-table-begin -->\n(.*?)\n<!-- abi-table-end -->", f.read(), re.S)
+            if not m or m.group(1).strip() != markdown(table).strip():
+                print(f"abi_table.py: the ABI table in {args.docs} differs from fp4fuse_c.h; regenerate it with abi_table.py --markdown")
+                return 1
+            print(f"abi_table.py: the ABI table in {args.docs} matches fp4fuse_c.h")
     else:
         print(markdown(table))
     return 0

@@ -3,7 +3,7 @@
 for sm_90a and sm_100a without a GPU (CUTE_DSL_ARCH, fake tensors) and checks the PTX: the target,
 no `call` and no unresolved `.extern .func` (everything linked and inlined), the hardware
 `cvt.rn.satfinite.e2m1x2` on sm_100a only, and no local-memory traffic from the register
-fragments. Also: a hardware bitcode pinned for an sm_90a kernel, a missing bitcode directory and
+fragments; the same for the epilogue example of docs/CUTE_DSL.md. Also: a hardware bitcode pinned for an sm_90a kernel, a missing bitcode directory and
 a wrong argument count fail with sentences at compile time. SKIP (77) without nvidia-cutlass-dsl."""
 import json
 import os
@@ -39,6 +39,29 @@ def worker(arch, mode):
             "dsl": f4.DSL_VERSION,
         }
         print(json.dumps(out))
+        return 0
+    if mode == "docs":
+        # the epilogue example of docs/CUTE_DSL.md, verbatim, compiled for this target
+        doc = open(os.path.join(HERE, "..", "..", "docs", "CUTE_DSL.md")).read()
+        code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
+        ns = {}
+        exec(compile(code, "docs/CUTE_DSL.md", "exec"), ns)
+        import cutlass
+        from cutlass import Float32, Uint8, Uint32
+
+        epilogue = ns["epilogue"]
+
+        @cute.jit
+        def host_doc(a: cute.Tensor, S: Float32, p: cute.Tensor, sc: cute.Tensor):
+            epilogue(a, S, p, sc).launch(grid=[1, 1, 1], block=[32, 1, 1])
+
+        mk = cute.runtime.make_fake_compact_tensor
+        c = cute.compile(host_doc, mk(Float32, (32, 32), stride_order=(1, 0)), Float32(1.0),
+                         mk(Uint32, (32, 2), stride_order=(1, 0)), mk(Uint8, (32,)), options="--keep-ptx")
+        ptx = c.__ptx__
+        print(json.dumps({"calls": len(re.findall(r"^\s*call(\.uni)?\b", ptx, re.M)),
+                          "e2m1_cvt": len(re.findall(r"cvt\.rn\.satfinite\.e2m1x2\.f32", ptx)),
+                          "local": len(re.findall(r"\b(ld|st)\.local\b", ptx))}))
         return 0
     # failure modes: each must raise with a sentence during compilation
     import fp4fuse.cute_dsl as f4m
@@ -139,6 +162,12 @@ def main():
         else:
             check(out["e2m1_cvt"] == 0, f"sm_90a: {out['e2m1_cvt']} cvt.rn.satfinite.e2m1x2 (would not assemble)")
         check(out["e4m3_cvt"] > 0, f"{arch}: no E4M3 cvt")
+    for arch in ("sm_90a", "sm_100a"):
+        out = finish(start(arch, "docs"), arch, "docs")
+        ok = out is not None and out["calls"] == 0 and out["local"] == 0 and ((out["e2m1_cvt"] > 0) == (arch == "sm_100a"))
+        check(ok, f"{arch}: the docs/CUTE_DSL.md epilogue example: {out}")
+        if ok:
+            print(f"{arch}: the docs/CUTE_DSL.md epilogue example compiles (no call, e2m1 cvt {out['e2m1_cvt']})")
     expect = {"wrong_target": ("sm100a", "sm_90a"), "missing_file": ("fp4fuse_sm90a.bc", "FP4FUSE_BITCODE_DIR"),
               "bad_args": ("e2m1x8", "takes 8 arguments")}
     for mode, words in expect.items():
@@ -150,7 +179,7 @@ def main():
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
-    print(f"compiled all {len(h.NAMES)} exported symbols for sm_90a and sm_100a; PTX checks and 3 error sentences passed")
+    print(f"compiled all {len(h.NAMES)} exported symbols and the docs example for sm_90a and sm_100a; PTX checks and 3 error sentences passed")
     return 0
 
 
