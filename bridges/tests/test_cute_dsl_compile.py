@@ -44,12 +44,19 @@ def worker(arch, mode):
         # the epilogue example of docs/CUTE_DSL.md, verbatim, compiled for this target
         doc = open(os.path.join(HERE, "..", "..", "docs", "CUTE_DSL.md")).read()
         code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
-        ns = {}
-        exec(compile(code, "docs/CUTE_DSL.md", "exec"), ns)
-        import cutlass
+        # the DSL reads a kernel's source: import the example from a file, not through exec()
+        import importlib.util
+        import tempfile
+
+        path = os.path.join(tempfile.mkdtemp(), "cute_dsl_doc_example.py")
+        with open(path, "w") as f:
+            f.write(code)
+        spec = importlib.util.spec_from_file_location("cute_dsl_doc_example", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
         from cutlass import Float32, Uint8, Uint32
 
-        epilogue = ns["epilogue"]
+        epilogue = mod.epilogue
 
         @cute.jit
         def host_doc(a: cute.Tensor, S: Float32, p: cute.Tensor, sc: cute.Tensor):
