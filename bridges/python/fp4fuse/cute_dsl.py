@@ -28,10 +28,10 @@ import re
 from . import bitcode as _bitcode
 from ._abi import SYMBOLS as _SYMBOLS
 
-#: nvidia-cutlass-dsl versions this module is tested with: (oldest, newest) inclusive, and the
-#: releases actually run in CI / on the GPU.
-SUPPORTED_DSL = ((4, 8, 0), (4, 8, 99))
-TESTED_DSL = ("4.8.1",)
+#: nvidia-cutlass-dsl versions this module supports: (oldest, newest) inclusive, and the releases
+#: tested (4.8.1: CI compile of every symbol and the H200 run; 4.7.1: the compile test only).
+SUPPORTED_DSL = ((4, 7, 1), (4, 8, 99))
+TESTED_DSL = ("4.7.1", "4.8.1")
 
 
 def _dsl_version():
@@ -63,7 +63,7 @@ if not (SUPPORTED_DSL[0] <= _v <= SUPPORTED_DSL[1]) and not os.environ.get("FP4F
     raise ImportError(
         f"fp4fuse.cute_dsl supports nvidia-cutlass-dsl {'.'.join(map(str, SUPPORTED_DSL[0]))} to "
         f"{SUPPORTED_DSL[1][0]}.{SUPPORTED_DSL[1][1]}.x (tested: {', '.join(TESTED_DSL)}); this is {DSL_VERSION}. "
-        f"Install a supported release (pip install 'nvidia-cutlass-dsl>=4.8.0,<4.9') or set "
+        f"Install a supported release (pip install 'nvidia-cutlass-dsl>=4.7.1,<4.9') or set "
         f"FP4FUSE_CUTE_DSL_ANY_VERSION=1 to try this one")
 
 
