@@ -70,6 +70,19 @@ def worker(arch, mode):
                           "e2m1_cvt": len(re.findall(r"cvt\.rn\.satfinite\.e2m1x2\.f32", ptx)),
                           "local": len(re.findall(r"\b(ld|st)\.local\b", ptx))}))
         return 0
+    if mode == "old_dsl":
+        # a DSL release outside SUPPORTED_DSL: the import fails with a sentence
+        import cutlass
+
+        cutlass.__version__ = "4.2.0"
+        sys.modules.pop("fp4fuse.cute_dsl", None)
+        os.environ.pop("FP4FUSE_CUTE_DSL_ANY_VERSION", None)
+        try:
+            import fp4fuse.cute_dsl  # noqa: F401
+            print(json.dumps({mode: None}))
+        except ImportError as e:
+            print(json.dumps({mode: str(e)}))
+        return 0
     # failure modes: each must raise with a sentence during compilation
     import fp4fuse.cute_dsl as f4m
 
@@ -176,7 +189,7 @@ def main():
         if ok:
             print(f"{arch}: the docs/CUTE_DSL.md epilogue example compiles (no call, e2m1 cvt {out['e2m1_cvt']})")
     expect = {"wrong_target": ("sm100a", "sm_90a"), "missing_file": ("fp4fuse_sm90a.bc", "FP4FUSE_BITCODE_DIR"),
-              "bad_args": ("e2m1x8", "takes 8 arguments")}
+              "bad_args": ("e2m1x8", "takes 8 arguments"), "old_dsl": ("supports nvidia-cutlass-dsl", "this is 4.2.0")}
     for mode, words in expect.items():
         out = finish(start("sm_90a", mode), "sm_90a", mode)
         msg = (out or {}).get(mode)
@@ -186,7 +199,7 @@ def main():
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
-    print(f"compiled all {len(h.NAMES)} exported symbols and the docs example for sm_90a and sm_100a; PTX checks and 3 error sentences passed")
+    print(f"compiled all {len(h.NAMES)} exported symbols and the docs example for sm_90a and sm_100a; PTX checks and 4 error sentences passed")
     return 0
 
 
