@@ -52,3 +52,16 @@ if [ "${FP4FUSE_NEED_CONSUMER_TOOLS:-0}" = 1 ]; then
   command -v cmake >/dev/null 2>&1 || apt_install cmake
   command -v doxygen >/dev/null 2>&1 || apt_install doxygen
 fi
+
+# The 'bridges' test suite: clang 19 with its LLVM tools (the bitcode of the C ABI) and the CuTe DSL
+# (compiles kernels for sm_90a/sm_100a without a GPU). Debian bookworm has clang-19 (1:19.1.7).
+if [ "${FP4FUSE_NEED_BRIDGE_TOOLS:-0}" = 1 ]; then
+  if ! command -v clang-19 >/dev/null 2>&1; then
+    apt_install --no-install-recommends clang-19 llvm-19 || echo "fp4fuse: could not install clang-19; the bitcode tests will SKIP" >&2
+  fi
+  if ! python3 -c "import cutlass.cute" >/dev/null 2>&1; then
+    python3 -m pip install -q --disable-pip-version-check "nvidia-cutlass-dsl==4.8.1" 2>/dev/null ||
+      python3 -m pip install -q --disable-pip-version-check --break-system-packages "nvidia-cutlass-dsl==4.8.1" ||
+      echo "fp4fuse: could not install nvidia-cutlass-dsl; the CuTe DSL tests will SKIP" >&2
+  fi
+fi
