@@ -108,8 +108,10 @@ def check(ref, seed):
     """Fused output vs the library on the kernel's own fp32 accumulators, every byte."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     bad = 0
+    # Every tile shape of `config` (BM 16, 64, 128), both expert-start conventions, S per tensor and per expert.
     cases = [("DeepSeek-V3", 64, "offset_bound", False), ("DeepSeek-V3", 1024, "padded_prefix_sum", False),
-             ("GPT-OSS-120B", 200, "padded_prefix_sum", True), ("GPT-OSS-120B", 3000, "offset_bound", True)]
+             ("DeepSeek-V3", 4096, "offset_bound", True), ("GPT-OSS-120B", 200, "padded_prefix_sum", True),
+             ("GPT-OSS-120B", 4096, "offset_bound", False)]
     weights = {}
     for model, T, convention, per_expert in cases:
         H, I, E, k, act = MODELS[model]

@@ -26,8 +26,9 @@ from . import _bitcode  # noqa: E402
 _missing = _bitcode.missing_files()
 if _missing:
     raise ImportError(f"fp4fuse.triton_ext: the bitcode file(s) {', '.join(_missing)} are missing from "
-                      f"{_bitcode._directory()}: build them (meson compile -C build) or set FP4FUSE_BITCODE_DIR "
-                      f"to a directory that holds fp4fuse_sm90a.bc, fp4fuse_sm100a.bc and fp4fuse_sm120a.bc")
+                      f"{_bitcode.directory()}: build them with `meson compile -C <build> fp4fuse_bitcode` (needs "
+                      f"clang with CUDA support) and set FP4FUSE_BITCODE_DIR=<build>/bridges/c_abi, or install a "
+                      f"package that ships them")
 
 from ._bitcode import LIB_NAME, bitcode_file, extern_libs  # noqa: E402
 from .extern import (e2m1x8, e2m1_encode, e4m3_encode, e2m1_decode, e4m3_decode, ue8m0_decode,  # noqa: E402,F401

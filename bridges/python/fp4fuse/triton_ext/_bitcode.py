@@ -1,48 +1,42 @@
-"""Which bitcode file a Triton compilation links: picked by the target's compute capability."""
-import os
+"""Which bitcode file a Triton compilation links: picked by the target's compute capability through
+the shared finder `fp4fuse.bitcode` (FP4FUSE_BITCODE_DIR overrides its directory)."""
+from fp4fuse import bitcode
 
 #: The library name under which kernels give the bitcode to Triton (`extern_libs={LIB_NAME: path}`).
 LIB_NAME = "fp4fuse"
 
-#: (lowest capability, highest capability, file): sm_80..sm_90a take the software E2M1 path;
-#: sm_100a/103a/110a and sm_120a/121a (Triton compiles every capability >= 90 as its `a` target)
-#: take the hardware `cvt` path.
-_TARGETS = (
-    (80, 99, "fp4fuse_sm90a.bc"),
-    (100, 119, "fp4fuse_sm100a.bc"),
-    (120, 129, "fp4fuse_sm120a.bc"),
-)
-
-
-def _directory() -> str:
-    from fp4fuse import bitcode  # the shared finder (FP4FUSE_BITCODE_DIR overrides)
-    return bitcode.directory()
+#: The bitcode targets a Triton kernel can link. Triton compiles every capability >= 90 as its
+#: arch-specific `a` target, so sm_90 takes the software E2M1 path (sm90a), capabilities 100-119
+#: the hardware `cvt` (sm100a), 120-129 likewise (sm120a); sm_80-sm_89 take sm80 / sm90a.
+TARGETS = bitcode.TARGETS
 
 
 def bitcode_file(capability: int) -> str:
-    """The bitcode file for compute capability `capability` (e.g. 90 for the H200)."""
-    for lo, hi, name in _TARGETS:
-        if lo <= capability <= hi:
-            path = os.path.join(_directory(), name)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(
-                    f"fp4fuse.triton_ext: the bitcode {name} for sm_{capability} is not at {path}: build it "
-                    f"(meson compile -C build {name}) or point FP4FUSE_BITCODE_DIR at a directory holding it")
-            return path
-    raise ValueError(f"fp4fuse.triton_ext: no fp4fuse bitcode for compute capability {capability}; "
-                     f"supported: sm_80 to sm_90a (software E2M1), sm_100a to sm_121a (hardware cvt)")
+    """The bitcode file for compute capability `capability` (an int as Triton spells it: 90 for
+    the H200, 100 for B200); ValueError / FileNotFoundError with a sentence otherwise."""
+    return bitcode.bitcode_path(bitcode.target_for_arch(int(capability)))
 
 
 def missing_files():
-    """The bitcode files of the target table that are not present (empty when all are)."""
-    d = _directory()
-    return [name for _, _, name in _TARGETS if not os.path.isfile(os.path.join(d, name))]
+    """The bitcode files this module can link that are not present (empty when all are)."""
+    missing = []
+    for t in TARGETS:
+        try:
+            bitcode.bitcode_path(t)
+        except FileNotFoundError:
+            missing.append(f"fp4fuse_{t}.bc")
+    return missing
+
+
+def directory() -> str:
+    """The directory the bitcode is read from."""
+    return str(bitcode.bitcode_dir())
 
 
 def lib_path() -> str:
-    """The path recorded in `extern_elementwise` calls (informational: Triton links what
-    `extern_libs` names at compile time)."""
-    return os.path.join(_directory(), _TARGETS[0][2])
+    """The path recorded in `extern_elementwise` calls. Informational: Triton links the file that
+    `extern_libs` names when the kernel is compiled, which `extern_libs()` picks per target."""
+    return str(bitcode.bitcode_dir() / "fp4fuse_sm90a.bc")
 
 
 def extern_libs(target=None) -> dict:
@@ -52,6 +46,8 @@ def extern_libs(target=None) -> dict:
     None for the current device. Pass it to every launch of a kernel that uses this module:
 
         kernel[grid](..., extern_libs=fp4fuse.triton_ext.extern_libs())
+
+    (Without it ptxas fails with "Unresolved extern function 'fp4fuse_...'".)
     """
     if target is None:
         from triton.runtime import driver

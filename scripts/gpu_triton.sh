@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The Triton module's GPU run (H200): the helpers' bit comparison with the C++ library (8 shards in
+# parallel), the MoE example's check, then its benchmark alone on the GPU. Run from a directory
+# that holds fp4fuse/ (the package), bc/ (the bitcode), libfp4fuse_triton_ref.so, tests/ and
+# examples/ (scripts/stage_gpu_triton.sh assembles one). Logs go to $OUT (default ./out).
+set -u
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD FP4FUSE_BITCODE_DIR=$PWD/bc TRITON_CACHE_DIR=$PWD/triton_cache
+export FP4FUSE_SEED=${FP4FUSE_SEED:-$(( $(date +%s%N) % 2147483647 ))}
+LIB=$PWD/libfp4fuse_triton_ref.so
+SIZES=${SIZES:-64,512,4096,32768}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$OUT/gpu.txt" 2>&1
+t0=$SECONDS
+pids=()
+for i in 0 1 2 3 4 5 6 7; do
+  timeout -s KILL "${T1:-150}" python3 tests/gpu_test.py "$LIB" --shard "$i/8" > "$OUT/test_$i.log" 2>&1 & pids+=($!)
+done
+timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --check > "$OUT/check.log" 2>&1 & pids+=($!)
+for i in 0 1 2 3; do
+  timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --warm "$i/4" --sizes "$SIZES" > "$OUT/warm_$i.log" 2>&1 & pids+=($!)
+done
+rcs=()
+for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+t1=$SECONDS
+timeout -s KILL "${T2:-120}" python3 examples/moe_l1_triton.py "$LIB" --bench --sizes "$SIZES" --out "$OUT/table.md" > "$OUT/bench.log" 2>&1
+rb=$?
+echo "== $(cat "$OUT/gpu.txt" | tr '\n' ' ')"
+echo "== seed $FP4FUSE_SEED; phase 1 (tests, check, compile) $((t1 - t0)) s, bench $((SECONDS - t1)) s"
+echo "== exit codes: tests ${rcs[*]:0:8}; check ${rcs[8]}; warm ${rcs[*]:9}; bench $rb"
+grep -h "^FAIL\|^PASS\|FAILED" "$OUT"/test_*.log | sort | uniq -c | head -30
+grep -h "^check\|CHECK" "$OUT/check.log"
+tail -n 3 "$OUT"/test_0.log | head -2
+cat "$OUT/table.md" 2>/dev/null || tail -n 20 "$OUT/bench.log"
