@@ -18,8 +18,8 @@ for i in 0 1 2 3 4 5 6 7; do
   timeout -s KILL "${T1:-150}" python3 tests/gpu_test.py "$LIB" --shard "$i/8" > "$OUT/test_$i.log" 2>&1 & pids+=($!)
 done
 timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --check > "$OUT/check.log" 2>&1 & pids+=($!)
-for i in 0 1 2 3; do
-  timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --warm "$i/4" --sizes "$SIZES" > "$OUT/warm_$i.log" 2>&1 & pids+=($!)
+for i in 0 1 2 3 4 5 6 7; do
+  timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --warm "$i/8" --sizes "$SIZES" > "$OUT/warm_$i.log" 2>&1 & pids+=($!)
 done
 rcs=()
 for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
@@ -29,6 +29,8 @@ rb=$?
 echo "== $(cat "$OUT/gpu.txt" | tr '\n' ' ')"
 echo "== seed $FP4FUSE_SEED; phase 1 (tests, check, compile) $((t1 - t0)) s, bench $((SECONDS - t1)) s"
 echo "== exit codes: tests ${rcs[*]:0:8}; check ${rcs[8]}; warm ${rcs[*]:9}; bench $rb"
+for f in "$OUT"/test_*.log "$OUT"/check.log "$OUT"/warm_*.log "$OUT"/bench.log; do echo "##### $f"; cat "$f"; done > "$OUT/all.log"
+rm -f "$OUT"/test_*.log "$OUT"/warm_*.log
 grep -h "^FAIL\|^PASS\|FAILED" "$OUT"/test_*.log | sort | uniq -c | head -30
 grep -h "^check\|CHECK" "$OUT/check.log"
 tail -n 3 "$OUT"/test_0.log | head -2

@@ -23,7 +23,7 @@ import torch
 import triton
 
 import fp4fuse.triton_ext as f4t
-from moe_l1_kernel import CONFIGS, config, moe_l1_kernel
+from moe_l1_kernel import CANDIDATES, config, moe_l1_kernel, size_class
 
 MODELS = {  # name: (hidden H, intermediate I, experts E, top-k, activation)
     "DeepSeek-V3": (7168, 2048, 256, 8, 0),
@@ -71,7 +71,7 @@ def launch(x, w, rt, S, out, scales, I, act, fused, per_expert_s=False, acc=None
     (cleared first: the grouped layout's gaps, tail and uncovered band rows are 0x00); else out =
     BF16 [rows, 2I]."""
     H = x.shape[1]
-    BM, BN, BK, warps, stages = cfg
+    BM, BN, BK, warps, stages, one_dot = cfg
     if H % BK or I % 16 or rt.BM != BM:
         raise ValueError(f"moe_l1: H = {H} must be a multiple of BK = {BK}, I = {I} of 16, routing blocks of {BM} rows")
     if fused:
@@ -80,7 +80,7 @@ def launch(x, w, rt, S, out, scales, I, act, fused, per_expert_s=False, acc=None
     moe_l1_kernel[grid](x, w, rt.block_expert, rt.block_r0, rt.offsets, rt.starts, S, out,
                         scales if scales is not None else S, acc if acc is not None else S, rt.num_blocks, H, I,
                         FUSED=fused, ACT=act, PER_EXPERT_S=per_expert_s, WRITE_ACC=acc is not None, BM=BM, BN=BN,
-                        BK=BK, GROUP_M=8, num_warps=warps, num_stages=stages, extern_libs=f4t.extern_libs())
+                        BK=BK, GROUP_M=8, ONE_DOT=bool(one_dot), num_warps=warps, num_stages=stages, extern_libs=f4t.extern_libs())
 
 
 def route(T, E, k, gen):
@@ -109,11 +109,17 @@ def check(ref, seed):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     bad = 0
     # Every tile shape of `config` (BM 16, 64, 128), both expert-start conventions, S per tensor and per expert.
-    cases = [("DeepSeek-V3", 64, "offset_bound", False), ("DeepSeek-V3", 1024, "padded_prefix_sum", False),
-             ("DeepSeek-V3", 4096, "offset_bound", True), ("GPT-OSS-120B", 200, "padded_prefix_sum", True),
-             ("GPT-OSS-120B", 4096, "offset_bound", False)]
+    C = CANDIDATES
+    cases = [("DeepSeek-V3", 64, "offset_bound", False, C["small"][0]),
+             ("DeepSeek-V3", 1024, "padded_prefix_sum", False, C["medium"][1]),
+             ("DeepSeek-V3", 4096, "offset_bound", True, C["large"][0]),
+             ("DeepSeek-V3", 4096, "padded_prefix_sum", False, C["large"][1]),
+             ("GPT-OSS-120B", 200, "padded_prefix_sum", True, C["small"][1]),
+             ("GPT-OSS-120B", 1024, "offset_bound", False, C["medium"][0]),
+             ("GPT-OSS-120B", 4096, "offset_bound", False, C["large"][3]),
+             ("GPT-OSS-120B", 4096, "padded_prefix_sum", True, C["large"][4])]
     weights = {}
-    for model, T, convention, per_expert in cases:
+    for model, T, convention, per_expert, cfg in cases:
         H, I, E, k, act = MODELS[model]
         if model not in weights:
             weights.clear()
@@ -122,7 +128,6 @@ def check(ref, seed):
         counts = route(T, E, k, gen)
         routed = T * k
         x = torch.randn(routed, H, device="cuda", dtype=torch.bfloat16, generator=gen)
-        cfg = config(routed, E)
         rt = Routing(counts, cfg[0], convention)
         S = torch.exp(torch.randn(E if per_expert else 1, device="cuda", generator=gen)) * 400
         pc = (I // 16 + 3) // 4 * 4
@@ -144,7 +149,7 @@ def check(ref, seed):
         torch.cuda.synchronize()
         dp, ds = int((packed != ref_p).sum()), int((scales != ref_s).sum())
         print(f"check {model} T={T} ({routed} rows, {convention}, S per {'expert' if per_expert else 'tensor'}, "
-              f"BM={cfg[0]}): {dp} of {packed.numel()} packed bytes, {ds} of {scales.numel()} scale bytes differ",
+              f"tile {cfg}): {dp} of {packed.numel()} packed bytes, {ds} of {scales.numel()} scale bytes differ",
               flush=True)
         bad += dp + ds
     return bad
@@ -156,7 +161,7 @@ def warm(shard, shards, sizes):
     launched on 16 rows of expert 0 (so that W needs only that expert)."""
     jobs = []
     for model, (H, I, E, k, act) in MODELS.items():
-        for cfg in sorted({config(T * k, E) for T in sizes}):
+        for cfg in sorted({c for T in sizes for c in CANDIDATES[size_class(T * k, E)]}):
             for fused in (True, False):
                 jobs.append((model, cfg, fused))
     for model, cfg, fused in jobs[shard::shards]:
@@ -175,26 +180,33 @@ def warm(shard, shards, sizes):
         else:
             launch(x, w, rt, S, torch.empty(16, 2 * I, dtype=torch.bfloat16, device="cuda"), None, I, act, False, cfg=cfg)
         torch.cuda.synchronize()
-        print(f"warm {model} BM={cfg[0]} {'fused' if fused else 'bf16'}: {time.time() - t0:.1f} s", flush=True)
+        print(f"warm {model} {cfg} {'fused' if fused else 'bf16'}: {time.time() - t0:.1f} s", flush=True)
 
 
-def median_us(fn, reps, flush):
+def medians_us(fns, reps, flush):
+    """Median time of each function, measured in interleaved rounds (one launch of each per round,
+    the L2 flushed before each), after two warm-up rounds: drift hits every function alike."""
     for _ in range(2):
-        fn()
+        for fn in fns:
+            fn()
     torch.cuda.synchronize()
-    ts = []
+    ts = [[] for _ in fns]
     for _ in range(reps):
-        flush()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1000)
-    return statistics.median(ts)
+        for i, fn in enumerate(fns):
+            flush()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            ts[i].append(s.elapsed_time(e) * 1000)
+    return [statistics.median(t) for t in ts]
 
 
 def bench(ref, sizes, reps, seed):
+    """Per model and T: every candidate tile shape of the size's class, fused and BF16 twin; then,
+    in one interleaved set of rounds, the fastest fused kernel, its twin (same tile shape), the
+    fastest twin followed by fp4fuse::swiglu_quantize, and torch._grouped_mm followed by it."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 
@@ -209,38 +221,40 @@ def bench(ref, sizes, reps, seed):
             routed = T * k
             counts = route(T, E, k, gen)
             x = torch.randn(routed, H, device="cuda", dtype=torch.bfloat16, generator=gen)
-            cfg = config(routed, E)
-            rt = Routing(counts, cfg[0])
+            cands = CANDIDATES[size_class(routed, E)]
+            rts = {c[0]: Routing(counts, c[0]) for c in cands}
             S = torch.tensor([2688.0 / 4.0], device="cuda")
             pc = (I // 16 + 3) // 4 * 4
             packed = torch.empty(routed, I // 2, dtype=torch.uint8, device="cuda")
             scales = torch.empty(scale_rows(routed, E) * pc, dtype=torch.uint8, device="cuda")
             gu = torch.empty(routed, 2 * I, dtype=torch.bfloat16, device="cuda")
             dense_scales = torch.empty((routed + 127) // 128 * 128 * pc, dtype=torch.uint8, device="cuda")
-            offs = rt.offsets[1:]
+            offs = rts[cands[0][0]].offsets[1:]
 
-            def fused():
-                launch(x, w, rt, S, packed, scales, I, act, True, cfg=cfg)
+            def fused(c):
+                return lambda: launch(x, w, rts[c[0]], S, packed, scales, I, act, True, cfg=c)
 
-            def twin():
-                launch(x, w, rt, S, gu, None, I, act, False, cfg=cfg)
+            def twin(c):
+                return lambda: launch(x, w, rts[c[0]], S, gu, None, I, act, False, cfg=c)
 
             def sq(src):
                 ref.swiglu_quantize(src.data_ptr(), 1, routed, I, act, S.data_ptr(), packed.data_ptr(),
                                     dense_scales.data_ptr())
 
-            def grouped_mm():
-                return torch._grouped_mm(x, wt, offs=offs)
-
-            t_f = median_us(fused, reps, flush)
-            t_t = median_us(twin, reps, flush)
-            t_ts = median_us(lambda: (twin(), sq(gu)), reps, flush)
-            t_g = median_us(lambda: sq(grouped_mm()), reps, flush)
+            tune = medians_us([fused(c) for c in cands] + [twin(c) for c in cands], max(5, reps // 2), flush)
+            tf_all, tt_all = tune[:len(cands)], tune[len(cands):]
+            for c, a_, b_ in zip(cands, tf_all, tt_all):
+                print(f"  tune {model} T={T} {c}: fused {a_:.1f} us, twin {b_:.1f} us ({a_ / b_:.3f}x)", flush=True)
+            cf = cands[min(range(len(cands)), key=lambda i: tf_all[i])]
+            ct = cands[min(range(len(cands)), key=lambda i: tt_all[i])]
+            t_f, t_t, t_ts, t_g = medians_us(
+                [fused(cf), twin(cf), lambda: (twin(ct)(), sq(gu)), lambda: sq(torch._grouped_mm(x, wt, offs=offs))],
+                reps, flush)
             flops = 2.0 * routed * 2 * I * H
-            row = (model, T, routed, cfg[0], t_f, t_t, t_ts, t_g, flops / t_f / 1e6)
+            row = (model, T, routed, cf, t_f, t_t, ct, t_ts, t_g, flops / t_f / 1e6)
             rows.append(row)
-            print(f"{model} T={T} routed={routed} BM={cfg[0]}: fused {t_f:.1f} us ({row[8]:.0f} TFLOP/s), "
-                  f"BF16 twin {t_t:.1f} ({t_f / t_t:.3f}x), twin+sq {t_ts:.1f} ({t_f / t_ts:.3f}x), "
+            print(f"{model} T={T} routed={routed} {cf}: fused {t_f:.1f} us ({row[-1]:.0f} TFLOP/s), "
+                  f"BF16 twin {t_t:.1f} ({t_f / t_t:.3f}x), best twin {ct} + sq {t_ts:.1f} ({t_f / t_ts:.3f}x), "
                   f"grouped_mm+sq {t_g:.1f} ({t_f / t_g:.3f}x)", flush=True)
             del x, gu, packed, scales, dense_scales
         del w, wt
@@ -248,12 +262,16 @@ def bench(ref, sizes, reps, seed):
     return rows
 
 
+def _shape(c):
+    return f"{c[0]}x{c[1]}, {c[3]} warps, {c[4]} stages, {'one dot' if c[5] else 'two dots'}"
+
+
 def table(rows):
-    out = ["| model | T | routed rows | BM | fused us (TFLOP/s) | BF16 twin us | fused / twin | twin + swiglu_quantize us |"
-           " fused / (twin + sq) | torch._grouped_mm + sq us | fused / (grouped_mm + sq) |",
+    out = ["| model | T | routed rows | fused tile | fused us (TFLOP/s) | BF16 twin (same tile) us | fused / twin | "
+           "fastest twin + swiglu_quantize us | fused / (twin + sq) | torch._grouped_mm + sq us | fused / (grouped_mm + sq) |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for m, T, routed, bm, tf, tt, tts, tg, tfl in rows:
-        out.append(f"| {m} | {T} | {routed} | {bm} | {tf:.1f} ({tfl:.0f}) | {tt:.1f} | {tf / tt:.3f} | {tts:.1f} | "
+    for m, T, routed, cf, tf, tt, ct, tts, tg, tfl in rows:
+        out.append(f"| {m} | {T} | {routed} | {_shape(cf)} | {tf:.1f} ({tfl:.0f}) | {tt:.1f} | {tf / tt:.3f} | {tts:.1f} | "
                    f"{tf / tts:.3f} | {tg:.1f} | {tf / tg:.3f} |")
     return "\n".join(out)
 
@@ -264,7 +282,7 @@ def main():
     p.add_argument("--check", action="store_true")
     p.add_argument("--bench", action="store_true")
     p.add_argument("--sizes", default="64,512,4096,32768")
-    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out")
     p.add_argument("--warm", help="i/n: compile shard i of n of the benchmark's kernels, then exit")
     a = p.parse_args()
