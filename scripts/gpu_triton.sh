@@ -31,7 +31,6 @@ echo "== seed $FP4FUSE_SEED; phase 1 (tests, check, compile) $((t1 - t0)) s, ben
 echo "== exit codes: tests ${rcs[*]:0:8}; check ${rcs[8]}; warm ${rcs[*]:9}; bench $rb"
 for f in "$OUT"/test_*.log "$OUT"/check.log "$OUT"/warm_*.log "$OUT"/bench.log; do echo "##### $f"; cat "$f"; done > "$OUT/all.log"
 rm -f "$OUT"/test_*.log "$OUT"/warm_*.log
-grep -h "^FAIL\|^PASS\|FAILED" "$OUT"/test_*.log | sort | uniq -c | head -30
+grep -h "^FAIL\|^PASS\|FAILED" "$OUT/all.log" | sort | uniq -c | head -30
 grep -h "^check\|CHECK" "$OUT/check.log"
-tail -n 3 "$OUT"/test_0.log | head -2
 cat "$OUT/table.md" 2>/dev/null || tail -n 20 "$OUT/bench.log"
