@@ -10,8 +10,17 @@
 #  error "fp4fuse headers (.cuh) contain device code: compile them with nvcc (or clang in CUDA mode)."
 #endif
 
-#if !defined(__CUDACC_VER_MAJOR__) || (__CUDACC_VER_MAJOR__ < 12) || \
-    (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ < 8)
+// The toolkit version: nvcc defines __CUDACC_VER_*; clang in CUDA mode does not, but its CUDA
+// wrapper headers include cuda.h, whose CUDA_VERSION is 1000 * major + 10 * minor.
+#if defined(__CUDACC_VER_MAJOR__)
+#  define FP4FUSE_CUDA_VERSION_MAJOR __CUDACC_VER_MAJOR__
+#  define FP4FUSE_CUDA_VERSION_MINOR __CUDACC_VER_MINOR__
+#elif defined(__clang__) && defined(__CUDA__) && defined(CUDA_VERSION)
+#  define FP4FUSE_CUDA_VERSION_MAJOR (CUDA_VERSION / 1000)
+#  define FP4FUSE_CUDA_VERSION_MINOR (CUDA_VERSION % 1000 / 10)
+#endif
+#if !defined(FP4FUSE_CUDA_VERSION_MAJOR) || (FP4FUSE_CUDA_VERSION_MAJOR < 12) || \
+    (FP4FUSE_CUDA_VERSION_MAJOR == 12 && FP4FUSE_CUDA_VERSION_MINOR < 8)
 #  error "fp4fuse needs CUDA 12.8 or newer: it relies on cuda_fp4.h and on the E2M1 conversion instructions of PTX 8.7."
 #endif
 
