@@ -28,8 +28,10 @@ except ImportError:
 try:
     import fp4fuse.triton_ext as f4t
 except ImportError as e:
-    print(f"SKIP: fp4fuse.triton_ext cannot be imported: {e}")
-    sys.exit(77)
+    if "are missing from" in str(e):  # no bitcode built (no clang): nothing to link
+        print(f"SKIP: {e}")
+        sys.exit(77)
+    raise
 
 import kernels as K  # noqa: E402
 

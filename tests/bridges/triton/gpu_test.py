@@ -4,7 +4,10 @@ with the C++ library's templates (libfp4fuse_triton_ref.so, built from reference
 random and adversarial inputs (NaN, +-Inf, -0, subnormals, E2M1 and E4M3 ties, saturation), every
 output byte compared (both sides poisoned with different bytes first, so an unwritten byte differs).
 
-usage: gpu_test.py LIBREF.so [--shard i/n]   (FP4FUSE_SEED=n repeats a run; exit 77 without a GPU)
+usage: gpu_test.py LIBREF.so [--shard i/n] [--build NVCC INCLUDE_DIR] [--example]
+    (FP4FUSE_SEED=n repeats a run; exit 77 without a GPU)
+--build: compiles LIBREF.so from reference.cu with NVCC first when it does not exist (sm_90a).
+--example: afterwards runs the MoE example's check (bridges/python/examples/moe_l1_triton.py).
 --shard i/n runs every n-th case from i (the shards together run every case once; in parallel
 processes they share Triton's compile time).
 """
@@ -22,7 +25,17 @@ if not torch.cuda.is_available():
     print("SKIP: no CUDA GPU visible")
     sys.exit(77)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if "--build" in sys.argv and not os.path.exists(sys.argv[1]):
+    nvcc, include = sys.argv[sys.argv.index("--build") + 1:sys.argv.index("--build") + 3]
+    cmd = [nvcc, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90a,code=sm_90a",
+           "-I", include, os.path.join(HERE, "reference.cu"), "-o", sys.argv[1]]
+    print("building the C++ reference:", " ".join(cmd), flush=True)
+    import subprocess
+    if subprocess.run(cmd).returncode != 0:
+        print("FAIL: the C++ reference library did not build")
+        sys.exit(1)
 import fp4fuse.triton_ext as f4t  # noqa: E402
 import kernels as K  # noqa: E402
 
@@ -272,3 +285,7 @@ if failures:
     print(f"FAILED: {len(failures)} checks (seed {SEED})")
     sys.exit(1)
 print(f"PASS: every helper of shard {SHARD}/{SHARDS} bit-identical to the C++ library (seed {SEED})")
+if "--example" in sys.argv:
+    import subprocess
+    ex = os.path.join(HERE, "..", "..", "..", "bridges", "python", "examples", "moe_l1_triton.py")
+    sys.exit(subprocess.run([sys.executable, ex, sys.argv[1], "--check"]).returncode)
