@@ -75,7 +75,9 @@ int launch_elementwise(int which, const float* a, const float* b, const cuda::st
 }
 
 // ---- swiglu_quantize ---------------------------------------------------------------------------
-// The one call of the library launcher (its signature is being reworked: re-point it here).
+// The one call of the library launcher. With the interface of CHANGELOG.md ("one signature per
+// launcher") it becomes swiglu_quantize<GateUp>(gu, out, scale, act, stream), the scale wrapped as
+// global_scale::per_tensor{S} / global_scale::none{} (MXFP4) / global_scale::per_row{p} by `run`.
 template <class GateUp, class T, class Act, class Fmt, class Layout, class Scale>
 result call_swiglu_quantize(const matrix_view<const T>& gu, const Act& act, const quantized_matrix<Fmt, Layout>& out, Scale s,
                             cudaStream_t stream) {
