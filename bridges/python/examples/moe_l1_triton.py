@@ -72,8 +72,26 @@ def launch(x, w, rt, S, out, scales, I, act, fused, per_expert_s=False, acc=None
     BF16 [rows, 2I]."""
     H = x.shape[1]
     BM, BN, BK, warps, stages, one_dot = cfg
-    if H % BK or I % 16 or rt.BM != BM:
-        raise ValueError(f"moe_l1: H = {H} must be a multiple of BK = {BK}, I = {I} of 16, routing blocks of {BM} rows")
+    E = w.shape[0]
+    need = [
+        (x.dtype == torch.bfloat16 and x.is_contiguous() and x.dim() == 2, f"x must be a contiguous bfloat16 [rows, H], got {x.dtype} {tuple(x.shape)}"),
+        (w.dtype == torch.bfloat16 and w.is_contiguous() and tuple(w.shape[1:]) == (2 * I, H),
+         f"w must be a contiguous bfloat16 [E, 2I, H] = [E, {2 * I}, {H}], got {w.dtype} {tuple(w.shape)}"),
+        (H % BK == 0 and I % 16 == 0, f"H = {H} must be a multiple of BK = {BK} and I = {I} of 16"),
+        (rt.BM == BM and rt.E >= E and rt.routed <= x.shape[0], f"the routing must be cut in blocks of BM = {BM} rows (is {rt.BM}), over at most x's {x.shape[0]} rows (routes {rt.routed})"),
+        (S.dtype == torch.float32 and S.numel() >= (rt.E if per_expert_s else 1), "S must hold one float32 (or one per expert with per_expert_s)"),
+    ]
+    if fused:
+        need += [(out.dtype == torch.uint8 and out.numel() >= x.shape[0] * I // 2, f"out must be uint8 packed [rows, I/2] = {x.shape[0] * I // 2} bytes"),
+                 (scales is not None and scales.dtype == torch.uint8 and scales.numel() >= scale_rows(x.shape[0], rt.E) * ((I // 16 + 3) // 4 * 4),
+                  "scales must be uint8 of scale_rows(rows, E) * round_up(I/16, 4) bytes (the grouped 128x4 layout)")]
+    else:
+        need += [(out.dtype == torch.bfloat16 and out.numel() >= x.shape[0] * 2 * I, f"out must be bfloat16 [rows, 2I] = [{x.shape[0]}, {2 * I}]")]
+    if acc is not None:
+        need += [(acc.dtype == torch.float32 and acc.numel() >= x.shape[0] * 2 * I, "acc must be float32 [rows, 2I]")]
+    for ok, why in need:
+        if not ok:
+            raise ValueError(f"moe_l1: {why}")
     if fused:
         scales.zero_()
     grid = (rt.num_blocks * triton.cdiv(I, BN),)
@@ -104,8 +122,9 @@ class Reference:
             raise RuntimeError(err.value.decode())
 
 
-def check(ref, seed):
-    """Fused output vs the library on the kernel's own fp32 accumulators, every byte."""
+def check(ref, seed, shard=0, shards=1):
+    """Fused output vs the library on the kernel's own fp32 accumulators, every byte (cases
+    shard, shard + shards, ...: parallel processes share the compile time)."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     bad = 0
     # Every tile shape of `config` (BM 16, 64, 128), both expert-start conventions, S per tensor and per expert.
@@ -119,7 +138,7 @@ def check(ref, seed):
              ("GPT-OSS-120B", 4096, "offset_bound", False, C["large"][3]),
              ("GPT-OSS-120B", 4096, "padded_prefix_sum", True, C["large"][4])]
     weights = {}
-    for model, T, convention, per_expert, cfg in cases:
+    for model, T, convention, per_expert, cfg in cases[shard::shards]:
         H, I, E, k, act = MODELS[model]
         if model not in weights:
             weights.clear()
@@ -284,6 +303,7 @@ def main():
     p.add_argument("--sizes", default="64,512,4096,32768")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out")
+    p.add_argument("--check-shard", default="0/1", help="i/n: only every n-th check case from i")
     p.add_argument("--warm", help="i/n: compile shard i of n of the benchmark's kernels, then exit")
     a = p.parse_args()
     seed = int(os.environ.get("FP4FUSE_SEED", time.time_ns() % (1 << 31)))
@@ -296,7 +316,8 @@ def main():
         warm(i, n, [int(s) for s in a.sizes.split(",")])
         return 0
     if a.check:
-        bad = check(ref, seed)
+        i, n = (int(v) for v in a.check_shard.split("/"))
+        bad = check(ref, seed, i, n)
         print("CHECK PASS: fused NVFP4 bit-identical to fp4fuse::swiglu_quantize on the accumulators" if bad == 0
               else f"CHECK FAIL: {bad} bytes differ", flush=True)
         rc = 1 if bad else 0

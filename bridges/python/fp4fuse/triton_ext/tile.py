@@ -45,6 +45,7 @@ def block_size(fmt: int) -> int:
 @triton.jit
 def activate(gate, up, ACT: tl.constexpr):
     """act(gate) * up in fp32 with the library's activation `ACT` (elementwise, any shape)."""
+    tl.static_assert(ACT >= 0 and ACT <= 4, "fp4fuse.triton_ext.activate: ACT must be SWIGLU, SWIGLU_FAST, SWIGLU_CLAMPED, SWIGLU_CLAMPED_FAST or GEGLU_TANH")
     if ACT == 0:
         h = x.swiglu(gate, up)
     elif ACT == 1:
@@ -64,6 +65,7 @@ def deinterleave8(acc):
     [g0..g7, u0..u7, g8..g15, ...]) into its gate and up tiles, [BM, BN] each."""
     BM: tl.constexpr = acc.shape[0]
     BN: tl.constexpr = acc.shape[1] // 2
+    tl.static_assert(acc.shape[1] % 16 == 0, "fp4fuse.triton_ext.deinterleave8: the tile holds whole granule pairs (2BN a multiple of 16)")
     a = tl.reshape(acc, [BM, BN // 8, 2, 8])
     a = tl.permute(a, [0, 1, 3, 2])
     gate, up = tl.split(a)
@@ -120,6 +122,8 @@ def quantize_blocks(h, S, FORMAT: tl.constexpr):
     BM: tl.constexpr = h.shape[0]
     BN: tl.constexpr = h.shape[1]
     B: tl.constexpr = 16 if FORMAT <= 1 else 32
+    tl.static_assert(BN % B == 0, "fp4fuse.triton_ext: the tile width BN must be a multiple of the block size (16 NVFP4, 32 MXFP4)")
+    tl.static_assert(FORMAT >= 0 and FORMAT <= 3, "fp4fuse.triton_ext: FORMAT must be NVFP4_TE_EXACT, NVFP4_VLLM, MXFP4_MX_OCP or MXFP4_MX_ROUND_UP")
     h3 = tl.reshape(h, [BM, BN // B, B])
     amax = tl.max(_magnitude_bits(h3, FORMAT <= 1), axis=2).to(tl.float32, bitcast=True)
     if len(S.shape) == 1:
