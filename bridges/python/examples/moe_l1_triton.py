@@ -123,6 +123,7 @@ class Reference:
 
 
 def check(ref, seed, shard=0, shards=1):
+    # Memory: DeepSeek-V3's W is 15 GB; run at most 2-3 check processes at once on one GPU.
     """Fused output vs the library on the kernel's own fp32 accumulators, every byte (cases
     shard, shard + shards, ...: parallel processes share the compile time)."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -142,7 +143,7 @@ def check(ref, seed, shard=0, shards=1):
         H, I, E, k, act = MODELS[model]
         if model not in weights:
             weights.clear()
-            weights[model] = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16, generator=gen) * H ** -0.5
+            weights[model] = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16, generator=gen).mul_(H ** -0.5)
         w = weights[model]
         counts = route(T, E, k, gen)
         routed = T * k
@@ -234,7 +235,7 @@ def bench(ref, sizes, reps, seed):
 
     rows = []
     for model, (H, I, E, k, act) in MODELS.items():
-        w = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16, generator=gen) * H ** -0.5
+        w = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16, generator=gen).mul_(H ** -0.5)
         wt = w.transpose(-2, -1)
         for T in sizes:
             routed = T * k
