@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The Triton module's GPU run (H200): the helpers' bit comparison with the C++ library (8 shards in
-# parallel), the MoE example's check, then its benchmark alone on the GPU. Run from a directory
-# that holds fp4fuse/ (the package), bc/ (the bitcode), libfp4fuse_triton_ref.so, tests/ and
-# examples/ (scripts/stage_gpu_triton.sh assembles one). Logs go to $OUT (default ./out).
+# parallel), the MoE example's check, then its benchmark alone on the GPU. Run from the repository
+# root or from a copy made by scripts/stage_gpu_triton.sh (the same paths, plus bc/ with the
+# bitcode and libfp4fuse_triton_ref.so). Logs go to $OUT (default ./out).
 set -u
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD FP4FUSE_BITCODE_DIR=$PWD/bc TRITON_CACHE_DIR=$PWD/triton_cache
+export PYTHONPATH=$PWD/bridges/python FP4FUSE_BITCODE_DIR=${FP4FUSE_BITCODE_DIR:-$PWD/bc} TRITON_CACHE_DIR=$PWD/triton_cache
 export FP4FUSE_SEED=${FP4FUSE_SEED:-$(( $(date +%s%N) % 2147483647 ))}
 LIB=$PWD/libfp4fuse_triton_ref.so
 SIZES=${SIZES:-64,512,4096,32768}
@@ -15,22 +15,22 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 t0=$SECONDS
 pids=()
 for i in 0 1 2 3 4 5 6 7; do
-  timeout -s KILL "${T1:-150}" python3 tests/gpu_test.py "$LIB" --shard "$i/8" > "$OUT/test_$i.log" 2>&1 & pids+=($!)
+  timeout -s KILL "${T1:-150}" python3 tests/bridges/triton/gpu_test.py "$LIB" --shard "$i/8" > "$OUT/test_$i.log" 2>&1 & pids+=($!)
 done
 # Two check processes: each holds a model's W (DeepSeek-V3: 15 GB) beside the others' data (a
 # run with 8 ran out of the H200's memory).
 for i in 0 1; do
-  timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --check --check-shard "$i/2" > "$OUT/check_$i.log" 2>&1 & pids+=($!)
+  timeout -s KILL "${T1:-150}" python3 bridges/python/examples/moe_l1_triton.py "$LIB" --check --check-shard "$i/2" > "$OUT/check_$i.log" 2>&1 & pids+=($!)
 done
 [ "${BENCH:-1}" = 1 ] && for i in 0 1 2 3 4 5 6 7; do
-  timeout -s KILL "${T1:-150}" python3 examples/moe_l1_triton.py "$LIB" --warm "$i/8" --sizes "$SIZES" > "$OUT/warm_$i.log" 2>&1 & pids+=($!)
+  timeout -s KILL "${T1:-150}" python3 bridges/python/examples/moe_l1_triton.py "$LIB" --warm "$i/8" --sizes "$SIZES" > "$OUT/warm_$i.log" 2>&1 & pids+=($!)
 done
 rcs=()
 for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
 t1=$SECONDS
 rb=skipped
 if [ "${BENCH:-1}" = 1 ]; then
-  timeout -s KILL "${T2:-120}" python3 examples/moe_l1_triton.py "$LIB" --bench --sizes "$SIZES" --out "$OUT/table.md" > "$OUT/bench.log" 2>&1
+  timeout -s KILL "${T2:-120}" python3 bridges/python/examples/moe_l1_triton.py "$LIB" --bench --sizes "$SIZES" --out "$OUT/table.md" > "$OUT/bench.log" 2>&1
   rb=$?
 fi
 echo "== $(cat "$OUT/gpu.txt" | tr '\n' ' ')"

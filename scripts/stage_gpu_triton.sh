@@ -6,13 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$1 dest=$2
-mkdir -p "$dest/bc" "$dest/tests" "$dest/examples"
-rm -rf "$dest/fp4fuse"
-cp -rL bridges/python/fp4fuse "$dest/fp4fuse"
-find "$dest/fp4fuse" -name __pycache__ -prune -exec rm -rf {} +
+mkdir -p "$dest/bc" "$dest/tests/bridges/triton" "$dest/bridges/python/examples"
+rm -rf "$dest/bridges/python/fp4fuse"
+cp -rL bridges/python/fp4fuse "$dest/bridges/python/fp4fuse"
+find "$dest/bridges" -name __pycache__ -prune -exec rm -rf {} +
 cp "$build"/bridges/c_abi/fp4fuse_*.bc "$dest/bc/"
-cp tests/bridges/triton/gpu_test.py tests/bridges/triton/kernels.py "$dest/tests/"
-cp bridges/python/examples/moe_l1_triton.py bridges/python/examples/moe_l1_kernel.py "$dest/examples/"
+cp tests/bridges/triton/gpu_test.py tests/bridges/triton/kernels.py tests/bridges/triton/reference.cu "$dest/tests/bridges/triton/"
+cp bridges/python/examples/moe_l1_triton.py bridges/python/examples/moe_l1_kernel.py "$dest/bridges/python/examples/"
 cp scripts/gpu_triton.sh "$dest/"
 if [ -n "${REF_SO:-}" ]; then
   cp "$REF_SO" "$dest/libfp4fuse_triton_ref.so"
