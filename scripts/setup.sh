@@ -65,3 +65,11 @@ if [ "${FP4FUSE_NEED_BRIDGE_TOOLS:-0}" = 1 ]; then
       echo "fp4fuse: could not install nvidia-cutlass-dsl; the CuTe DSL tests will SKIP" >&2
   fi
 fi
+
+# The 'triton' test suite compiles Triton kernels ahead of time (no GPU needed): Triton from PyPI,
+# the version fp4fuse.triton_ext is tested with.
+if [ "${FP4FUSE_NEED_TRITON:-0}" = 1 ] && ! python3 -c "import triton" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check "triton==3.6.0" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages "triton==3.6.0" ||
+    echo "fp4fuse: could not install triton==3.6.0; the triton suite will report SKIP" >&2
+fi
