@@ -50,21 +50,40 @@ __device__ __forceinline__ void store_row(const Row& q, uint32_t* packed, uint8_
   *amax = q.amax();
 }
 
+// The row form through the library's description (fused_epilogue, sink::hand_back) at origin
+// {0, 0}: the bias pointer is relative to the thread's segment, as the library's column_bias is to
+// the gate/up column of the origin. A null bias selects no_bias (nothing added).
 template <class Format, class Activation, int Out>
 __device__ __forceinline__ void row_interleaved(const float* acc, const float* bias, int64_t bias_count, float S,
                                                 uint32_t* packed, uint8_t* scales, float* amax) {
-  const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::interleaved<8>>(
-      as_array<2 * Out>(acc), Activation{}, codec_of<Format>(S), fp4fuse::column_bias{bias, bias_count});
-  store_row(q, packed, scales, amax);
+  const fp4fuse::tile_origin origin{0, 0};
+  if (bias != nullptr) {
+    const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::interleaved<8>{},
+                                     fp4fuse::column_bias{bias, bias_count}};
+    store_row(fp4fuse::row_epilogue(op, as_array<2 * Out>(acc), origin), packed, scales, amax);
+  } else {
+    const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::interleaved<8>{}};
+    store_row(fp4fuse::row_epilogue(op, as_array<2 * Out>(acc), origin), packed, scales, amax);
+  }
 }
 
+// Separate gate and up with their own bias arrays (gate_bias[j], up_bias[j] for j < bias_count):
+// the library's column_bias holds both halves in one array, so each half's bias is added here by
+// that type's own add (the same fp32 v + b, columns past the count unchanged) before the no-bias
+// row form.
 template <class Format, class Activation, int Out>
 __device__ __forceinline__ void row_separate(const float* gate, const float* up, const float* gate_bias, const float* up_bias,
                                              int64_t bias_count, float S, uint32_t* packed, uint8_t* scales, float* amax) {
-  const auto q = fp4fuse::swiglu_quantize_row<fp4fuse::gate_up::separate>(
-      as_array<Out>(gate), as_array<Out>(up), Activation{}, codec_of<Format>(S), fp4fuse::column_bias{gate_bias, bias_count},
-      fp4fuse::column_bias{up_bias, bias_count});
-  store_row(q, packed, scales, amax);
+  float g[Out], u[Out];
+  const fp4fuse::column_bias gb{gate_bias, gate_bias != nullptr ? bias_count : 0};
+  const fp4fuse::column_bias ub{up_bias, up_bias != nullptr ? bias_count : 0};
+#pragma unroll
+  for (int j = 0; j < Out; ++j) {
+    g[j] = gb.add(gate[j], j);
+    u[j] = ub.add(up[j], j);
+  }
+  const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::separate{}};
+  store_row(fp4fuse::row_epilogue(op, g, u, fp4fuse::tile_origin{0, 0}), packed, scales, amax);
 }
 
 }  // namespace
