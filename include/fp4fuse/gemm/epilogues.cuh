@@ -1,6 +1,8 @@
 #pragma once
-// The three epilogues of the MoE layer's first GEMM (plus the plain BF16 store they share), as
-// functors that both reference GEMMs (gemm_sm90.cuh: wgmma; gemm_mma.cuh: mma.sync) call.
+/// \file epilogues.cuh
+/// The GEMM engine's dense epilogue bindings: the three epilogues of the MoE layer's first GEMM
+/// (plus the plain BF16 store they share), as functors that both engines (sm90.cuh: wgmma;
+/// mma_sync.cuh: mma.sync) call. The one place the engine calls the library's fused-epilogue API.
 //
 // Interface: `warp(acc, row0, col0)` with one warp's m16n8 fragments `float acc[Tiles][4]`
 // (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
@@ -19,17 +21,10 @@
 #include <type_traits>
 #include <utility>
 
-#include <fp4fuse/fp4fuse.cuh>
+#include "fp4fuse/fp4fuse.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 
-namespace l1_gemm {
-
-using index_t = std::int64_t;
-
-/// The GEMM's tile grid as `padding_beyond` sees it, in output rows and gate/up columns: tiles of
-/// tile_rows x tile_cols, together covering [0, covered_rows) x [0, covered_cols).
-struct tile_grid {
-  index_t tile_rows, tile_cols, covered_rows, covered_cols;
-};
+namespace fp4fuse::gemm {
 
 /// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
 template <class Epilogue, int Registers>
@@ -107,6 +102,9 @@ struct swiglu_nvfp4 {
   fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;
   const float* global_encode_scale;
   Activation act;
+  /// The scales' padding granule in output rows and gate/up columns (128 x 4 scale blocks).
+  static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;
+  static constexpr index_t padding_cols = fp4fuse::scale_layout::swizzled_128x4::col_tile * 2 * format::block_size;
 
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
@@ -144,6 +142,8 @@ struct with_bias {
   Inner inner;
   const float* bias;  ///< [cols], 8-byte aligned
   index_t cols;       ///< gate/up columns (2I)
+  /// The inner epilogue's padding granule (a bias changes no padding).
+  static constexpr index_t padding_rows = padding_granule<Inner>::rows, padding_cols = padding_granule<Inner>::cols;
 
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
@@ -173,4 +173,4 @@ struct with_bias {
   }
 };
 
-}  // namespace l1_gemm
+}  // namespace fp4fuse::gemm

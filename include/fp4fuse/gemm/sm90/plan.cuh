@@ -1,13 +1,15 @@
 #pragma once
 // What a launch of the sm_90a GEMM is: the tile shapes and their ring depth (config), the kernel's
-// arguments (params), and the host's choice of tile shape, K split and schedule for a problem
-// (plan, cluster_for, validate_plan).
+// arguments (params), the kernel instances that exist (one list per launcher: the dispatch
+// table's rows, kernel_list), and the host's choice of tile shape, K split and schedule for a
+// problem (plan, cluster_for, validate_plan; plan_grouped, valid).
 #include <cuda/cmath>
 #include <cstddef>
 
-#include <fp4fuse/status.hpp>
+#include "fp4fuse/status.hpp"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
+
 
 constexpr int block_m = 128, block_k = 64;
 constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
@@ -54,6 +56,55 @@ struct params {
   float* partials;     ///< splits * tiles * 2 consumers * fragment floats (splits > 1)
   unsigned* counters;  ///< tiles * 2 arrival counters, zero between launches (splits > 1)
 };
+
+/// Which kernel instance runs, as the host names it: the tile, the schedule (ping-pong or
+/// cooperative), the ping-pong's MMAs in flight, and the cluster (1 or 2 CTAs; a cluster of 2
+/// along M shares W's tile, along N X's tile, each CTA loading half and multicasting it).
+struct kernel_key {
+  int block_m, block_n;
+  int cluster;
+  bool along_n;
+  bool pingpong;
+  int in_flight;
+};
+
+/// A kernel instance as a type: the dispatch table's row for `kernel_key`s equal to its values
+/// (in_flight counts for the ping-pong kernel only).
+template <int BlockM, int BlockN, int Cluster, bool Pingpong = false, int InFlight = 2, bool AlongN = false>
+struct tile_shape {
+  static_assert(Cluster == 1 || Cluster == 2, "tile_shape: clusters of 1 or 2 CTAs");
+  static_assert(!AlongN || Cluster == 2, "tile_shape: a cluster along N has 2 CTAs");
+  static_assert(!Pingpong || (BlockM == 128 && BlockN == 128), "tile_shape: the ping-pong kernel's tiles are 128 x 128");
+  static constexpr int m = BlockM, n = BlockN, cluster = Cluster, in_flight = InFlight;
+  static constexpr bool pingpong = Pingpong, along_n = AlongN;
+  static constexpr bool matches(const kernel_key& k) {
+    return k.block_m == m && k.block_n == n && k.cluster == cluster && k.along_n == along_n && k.pingpong == pingpong &&
+           (!pingpong || k.in_flight == in_flight);
+  }
+};
+
+/// The kernel instances a launcher can run: `contains` answers whether a key names one, `dispatch`
+/// calls `f(Shape{})` with the matching row (the launcher's one dispatch table: each launcher
+/// lists its rows once, and instantiates those only).
+template <class... Shapes>
+struct kernel_list {
+  static constexpr bool contains(const kernel_key& k) { return (Shapes::matches(k) || ...); }
+  template <class F>
+  static result dispatch(const kernel_key& k, const char* entry_point, F&& f) {
+    result r = result::with(status::bad_shape, "%s: no kernel instance has %d x %d tiles, %s, cluster %d%s", entry_point, k.block_m, k.block_n,
+                            k.pingpong ? "ping-pong" : "cooperative", k.cluster, k.along_n ? " along N" : "");
+    bool done = false;
+    ((done = done || (Shapes::matches(k) ? (r = f(Shapes{}), true) : false)), ...);
+    return r;
+  }
+};
+
+/// The dense GEMM's instances, unclustered and in clusters of 2 along M.
+using dense_kernels = kernel_list<tile_shape<128, 256, 1>, tile_shape<128, 192, 1>, tile_shape<128, 128, 1>, tile_shape<64, 256, 1>,
+                                  tile_shape<64, 128, 1>, tile_shape<64, 64, 1>, tile_shape<64, 32, 1>, tile_shape<128, 128, 1, true, 1>,
+                                  tile_shape<128, 128, 1, true, 2>, tile_shape<128, 256, 2>, tile_shape<128, 192, 2>, tile_shape<128, 128, 2>,
+                                  tile_shape<64, 256, 2>, tile_shape<64, 128, 2>, tile_shape<64, 64, 2>, tile_shape<64, 32, 2>,
+                                  tile_shape<128, 128, 2, true, 1>, tile_shape<128, 128, 2, true, 2>>;
 
 /// Tile shape, K split and schedule of a launch.
 struct launch_plan {
@@ -118,18 +169,28 @@ inline int cluster_for(const launch_plan& lp, int M) {
   return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 ? 2 : 1;
 }
 
-/// A forced plan must name a kernel that exists: 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32 tiles,
-/// 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only 128 x 128 and unsplit.
-inline fp4fuse::result validate_plan(const launch_plan* p) {
+/// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
+/// 64 x 256, 64 x 128, 64 x 64 or 64 x 32 cooperative tiles, the 128 x 128 ping-pong with 1 or 2
+/// K steps in flight), 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only
+/// unsplit. Refusals say which.
+inline result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
-  const bool tile_ok = (p->block_m == 128 && (p->block_n == 256 || p->block_n == 192 || p->block_n == 128)) ||
-                       (p->block_m == 64 && (p->block_n == 256 || p->block_n == 128 || p->block_n == 64 || p->block_n == 32) &&
-                        p->pingpong != 1);
-  const bool ok = tile_ok && p->splits >= 1 && p->splits <= 16 &&
-                  (p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1)) &&
-                  (p->pingpong != 1 || (p->block_n == 128 && p->splits == 1)) && p->pingpong >= -1 && p->pingpong <= 1 &&
-                  p->in_flight >= 0 && p->in_flight <= 2;
-  return ok ? fp4fuse::result{} : fp4fuse::result{fp4fuse::status::bad_shape};
+  const char* entry = "fp4fuse::gemm::sm90::validate_plan";
+  if (p->pingpong < -1 || p->pingpong > 1 || p->in_flight < 0 || p->in_flight > 2) {
+    return result::with(status::bad_shape, "%s: pingpong = %d must be -1, 0 or 1 and in_flight = %d 0, 1 or 2", entry, p->pingpong, p->in_flight);
+  }
+  const bool pp = p->pingpong == 1;
+  const kernel_key k{p->block_m, p->block_n, 1, false, pp, p->in_flight == 0 ? 2 : p->in_flight};
+  if (!dense_kernels::contains(k)) {
+    return result::with(status::bad_shape, "%s: no dense kernel has %d x %d %s tiles", entry, p->block_m, p->block_n, pp ? "ping-pong" : "cooperative");
+  }
+  if (p->splits < 1 || p->splits > 16 || (pp && p->splits != 1)) {
+    return result::with(status::bad_shape, "%s: splits = %d must be in [1, 16], and 1 for the ping-pong kernel", entry, p->splits);
+  }
+  if (!(p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1))) {
+    return result::with(status::bad_shape, "%s: cluster = %d must be 0 (choose), 1, or 2 without a K split", entry, p->cluster);
+  }
+  return {};
 }
 
 /// The tile shape and schedule of a grouped (MoE) launch (grouped_schedule.cuh): cooperative
@@ -139,14 +200,21 @@ struct grouped_plan {
   int block_m = 128, block_n = 256;
   int cluster = 1;
   bool pingpong = false;
+  bool along_n = false;  ///< cluster of 2 along N (the ping-pong kernel only): pairs of column tiles share the X tile by multicast
+  /// The dispatch table's key of this plan.
+  constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }
 };
 
+/// The grouped GEMM's instances: cooperative 64 x 256, 64 x 128, 128 x 256, 128 x 128 and the ping-pong
+/// 128 x 128 (2 K steps in flight), unclustered and in clusters of 2 along M, and the ping-pong in
+/// clusters of 2 along N (X multicast).
+using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 1>, tile_shape<128, 256, 1>, tile_shape<128, 128, 1>,
+                                    tile_shape<128, 128, 1, true, 2>, tile_shape<64, 256, 2>, tile_shape<64, 128, 2>,
+                                    tile_shape<128, 256, 2>, tile_shape<128, 128, 2>, tile_shape<128, 128, 2, true, 2>,
+                                    tile_shape<128, 128, 2, true, 2, true>>;
+
 /// True when `p` names a kernel of the grouped GEMM.
-inline bool valid(const grouped_plan& p) {
-  const bool tile = p.pingpong ? (p.block_m == 128 && p.block_n == 128)
-                               : ((p.block_m == 64 || p.block_m == 128) && (p.block_n == 256 || p.block_n == 128));
-  return tile && (p.cluster == 1 || p.cluster == 2);
-}
+inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::contains(p.key()); }
 
 /// The plan for `rows` routed rows over `experts` experts, from the rows per expert were all
 /// experts routed to (rows / experts): the host never reads the routing, so the plan cannot depend
@@ -163,4 +231,4 @@ inline grouped_plan plan_grouped(int rows, int experts) {
   return {128, 128, 2, true};
 }
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -8,9 +8,9 @@
 //
 //   S::arguments   what the host passes to the kernel for it (a kernel parameter: trivially
 //                  copyable; an empty struct where the schedule needs nothing but `params`).
-//   S::cta<Cfg, Cluster>
+//   S::cta<Cfg, Cluster, AlongN>
 //                  the schedule of one CTA of a kernel with tiles of config Cfg (plan.cuh) in
-//                  clusters of Cluster CTAs along M, with:
+//                  clusters of Cluster CTAs along M (AlongN false) or N (true), with:
 //     __device__ cta(const params& prm, const S::arguments& args, int splits)
 //                  run by all 384 threads of the CTA at kernel start, before the ring's barriers
 //                  are initialised and the warpgroups take their roles: it may read device
@@ -22,8 +22,8 @@
 //                  kernel's consumer c takes every other one, from first + c * stride). `units`
 //                  may depend on data (the grouped schedule's tiles per group); the launch sizes
 //                  the grid by an upper bound.
-//     int rank     the CTA's rank in its cluster (0 without clusters): which half of the W tile
-//                  its producer loads and multicasts.
+//     int rank     the CTA's rank in its cluster (0 without clusters): which half of the shared
+//                  operand's tile (W along M, X along N) its producer loads and multicasts.
 //     int k_iters  the 64-column K blocks of a whole unit: the ping-pong kernel, which does not
 //                  split K, runs exactly k_iters K steps per unit ([0, k_iters)).
 //     __device__ work_unit at(int unit) const
@@ -31,15 +31,16 @@
 //                  same indices, so a pure function of `unit` (and of the constructor's state).
 //
 // and these promises: the CTAs of a cluster get the same number of units and, unit by unit, the
-// same K range and W rows (they share W by multicast and release ring slots together); the
+// same K range and the same rows of the shared operand (W rows along M, X rows along N: they share
+// that tile by multicast and release ring slots together); the
 // units of one tile that splits K have the same `tile` and splits 0 .. splits - 1, and `tile` is
 // below the tile count the split-K workspace was sized for (workspace.cuh).
 #include <cuda/cmath>
 #include <cuda/ptx>
 
-#include "plan.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 
 constexpr int group_m = 8;  // M-blocks per raster group
 
@@ -56,14 +57,15 @@ struct work_unit {
   int group;         ///< the group (expert) the tile belongs to
   int group_row0;    ///< the output (and X) row where the group starts
   int group_rows;    ///< rows in the group: rows at or beyond it are the output's padding
-  int group_padded_row0;  ///< the group's first row if every group before it were padded to 128-row bands
+  int group_band_row0;  ///< the group's first row in a concatenation of the groups each rounded up to the schedule's band rows (0 without bands)
 };
 
 namespace detail {
 
 /// Work unit `unit` (tile-major, splits of a tile adjacent): its tile in the grouped raster
 /// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks. Fills the
-/// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end).
+/// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end), in units of the cluster's
+/// tiles (`place_in_cluster` maps them to the CTA's).
 __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
   work_unit u;
   u.tile = unit / splits;
@@ -79,23 +81,36 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
   return u;
 }
 
+/// Maps a cluster's tile (m_blk, n_blk of `unit_at`) to the tile of the CTA of rank `rank`: a
+/// cluster along M takes row blocks Cluster * m_blk + rank, one along N column blocks
+/// Cluster * n_blk + rank.
+template <int Cluster, bool AlongN>
+__device__ __forceinline__ void place_in_cluster(work_unit& u, int rank) {
+  if constexpr (AlongN) {
+    u.n_blk = u.n_blk * Cluster + rank;
+  } else {
+    u.m_blk = u.m_blk * Cluster + rank;
+  }
+}
+
 }  // namespace detail
 
 /// The dense GEMM's schedule: one group of M rows, the tiles in the grouped raster.
 struct dense_schedule {
   struct arguments {};
 
-  /// The work units of a CTA. With clusters, a unit is a pair of vertically adjacent tiles; CTA
-  /// `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled, and its
-  /// epilogue writes nothing but the output's padding there, which 64-row tiles rely on: see
-  /// `pad_beyond_tile`). Units are split `splits` ways along K.
-  template <class Cfg, int Cluster>
+  /// The work units of a CTA. With clusters along M, a unit is a pair of vertically adjacent
+  /// tiles; CTA `rank` takes row block 2 * pair + rank (beyond M for the odd last one: zero-filled,
+  /// and its epilogue writes nothing but the output's padding there, which 64-row tiles rely on:
+  /// see `pad_beyond_tile`); along N the same with column blocks. Units are split `splits` ways
+  /// along K.
+  template <class Cfg, int Cluster, bool AlongN = false>
   struct cta {
     int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank, rows;
     __device__ cta(const params& prm, const arguments&, int splits_) {
       const int tiles_m = cuda::ceil_div(prm.M, Cfg::rows);
-      tiles_n = cuda::ceil_div(prm.N, Cfg::block_n);
-      unit_rows = cuda::ceil_div(tiles_m, Cluster);
+      tiles_n = cuda::ceil_div(cuda::ceil_div(prm.N, Cfg::block_n), AlongN ? Cluster : 1);
+      unit_rows = cuda::ceil_div(tiles_m, AlongN ? 1 : Cluster);
       k_iters = cuda::ceil_div(prm.K, block_k);
       splits = splits_;
       units = unit_rows * tiles_n * splits;
@@ -107,16 +122,16 @@ struct dense_schedule {
     /// Unit `unit` with its row block already mapped to this CTA.
     __device__ work_unit at(int unit) const {
       work_unit u = detail::unit_at(unit, unit_rows, tiles_n, splits, k_iters);
-      u.m_blk = u.m_blk * Cluster + rank;
+      detail::place_in_cluster<Cluster, AlongN>(u, rank);
       u.a_row = u.m_blk * Cfg::rows;
       u.b_row = u.n_blk * Cfg::block_n;
       u.group = 0;
       u.group_row0 = 0;
       u.group_rows = rows;
-      u.group_padded_row0 = 0;
+      u.group_band_row0 = 0;
       return u;
     }
   };
 };
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90
