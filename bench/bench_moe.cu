@@ -1,4 +1,4 @@
-// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh) against what a PyTorch MoE runs today and
+// The grouped MoE L1 (fp4fuse::gemm::moe, include/fp4fuse/gemm/grouped.cuh) against what a PyTorch MoE runs today and
 // against the roofline, for DeepSeek-V3 (E = 256, top-8, H = 7168, I = 2048) and GPT-OSS-120B
 // (E = 128, top-4, H = 2880, I = 2880, bias, clamped SwiGLU), T in {64, 512, 4096, 32768} tokens,
 // uniform and skewed routing (moe_data.cuh: expert 0 gets about half of the tokens).

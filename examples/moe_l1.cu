@@ -1,5 +1,5 @@
 // fp4fuse MoE L1 example: the first GEMM of an MoE layer over all experts in one launch, SwiGLU
-// and NVFP4 in its epilogue (examples/l1_gemm/moe_l1.cuh), for DeepSeek-V3 or GPT-OSS-120B shapes
+// and NVFP4 in its epilogue (fp4fuse::gemm::moe, include/fp4fuse/gemm/grouped.cuh), for DeepSeek-V3 or GPT-OSS-120B shapes
 // with routed tokens sorted by expert. It checks sampled rows of the fused output (flow 3) against
 // a float64 host reference and its scale padding, prints the time of the fused grouped kernel next
 // to the grouped BF16 GEMM followed by the standalone kernel, and the bytes each writes.

@@ -1,4 +1,4 @@
-// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh): bit-identical to the dense sm_90a kernel run
+// The grouped MoE L1 (include/fp4fuse/gemm/grouped.cuh): bit-identical to the dense sm_90a kernel run
 // expert by expert with the same tile plan (packed rows, and each expert's scale block against
 // the dense kernel's whole scale tensor, padding included), every other scale byte 0x00, packed
 // rows beyond the routed ones untouched, sampled rows against the float64 reference; experts with
@@ -274,7 +274,8 @@ template <class Start, class Activation>
 void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bias, bool per_expert, const grouped_plan& plan,
                  const Activation& act, const char* what) {
   INFO(what << ": E=" << counts.size() << " H=" << H << " I=" << I << (bias ? " bias" : "") << (per_expert ? " per-expert S" : "")
-            << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+            << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
+            << (plan.pingpong ? " ping-pong" : ""));
   grouped_problem<Start> p(counts, H, I, 7, bias, per_expert, rng(what)());
   const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
   INFO(r.message());
@@ -312,7 +313,8 @@ namespace {
 /// writes exactly the experts' bands; the memset is what zeroes the rest.
 template <class Start>
 void check_bands_without_memset(const std::vector<std::int32_t>& counts, const grouped_plan& plan, const char* what) {
-  INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+  INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
+            << (plan.pingpong ? " ping-pong" : ""));
   grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
   using nvfp4 = gmoe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
   const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
@@ -378,6 +380,10 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
                                  fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts");
   check_fused<offset_bound>(moe::route(1500, 4, 2, moe::routing::uniform, g()), 2880, 2880, true, false, grouped_plan{128, 128, 2, true},
                             fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts, ping-pong");
+  // 2I = 5760 is 45 column tiles: the last cluster along N pairs tile 44 with one wholly beyond N.
+  check_fused<padded_prefix_sum>(moe::route(1500, 4, 2, moe::routing::skewed, g()), 2880, 2880, true, true,
+                                 grouped_plan{128, 128, 2, true, true}, fp4fuse::activation::swiglu_clamped{},
+                                 "GPT-OSS experts, ping-pong, clusters along N");
 }
 
 TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {

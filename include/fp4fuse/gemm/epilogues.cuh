@@ -36,8 +36,9 @@ __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const fl
 
 /// Flow 1 (and the plain GEMM): D as BF16 [M, N].
 struct store_bf16 {
-  fp4fuse::matrix_view<__nv_bfloat16> out;
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -54,20 +55,23 @@ struct store_bf16 {
       }
     }
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// Flow 2: the compact SwiGLU output act(gate) * up as BF16 [M, I] (I = N / 2).
 template <class Activation>
 struct swiglu_bf16 {
-  fp4fuse::matrix_view<__nv_bfloat16> out;
-  Activation act;
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [M, N / 2]
+  Activation act;                           ///< the activation of gate (fp4fuse::activation)
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -85,32 +89,37 @@ struct swiglu_bf16 {
       }
     }
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
 /// The global encode scale is static (calibrated), read from device memory as serving engines do.
 template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
 struct swiglu_nvfp4 {
-  using format = fp4fuse::format::nvfp4<Recipe>;
-  using gate_up = fp4fuse::gate_up::interleaved<8>;
-  fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;
-  const float* global_encode_scale;
-  Activation act;
+  using format = fp4fuse::format::nvfp4<Recipe>;   ///< NVFP4 with `Recipe`
+  using gate_up = fp4fuse::gate_up::interleaved<8>;  ///< W's gate/up rows interleaved by 8
+  fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;  ///< packed [M, N / 4] bytes and 128x4 scales
+  const float* global_encode_scale;  ///< S, device memory
+  Activation act;                    ///< the activation of gate
   /// The scales' padding granule in output rows and gate/up columns (128 x 4 scale blocks).
-  static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;
+  static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;  ///< 128 rows
+  /// 4 scale columns of 32 gate/up columns each.
   static constexpr index_t padding_cols = fp4fuse::scale_layout::swizzled_128x4::col_tile * 2 * format::block_size;
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     const fp4fuse::block_codec<format> codec(*global_encode_scale);
     fp4fuse::swiglu_quantize_mma_epilogue<gate_up, Intermediate>(acc, {row0, col0}, act, codec, out);
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     const fp4fuse::block_codec<format> codec(*global_encode_scale);
@@ -139,12 +148,14 @@ struct swiglu_nvfp4 {
 /// gate and up). The wgmma form goes through the per-warp form.
 template <class Inner>
 struct with_bias {
-  Inner inner;
+  Inner inner;        ///< the epilogue that sees acc + bias
   const float* bias;  ///< [cols], 8-byte aligned
   index_t cols;       ///< gate/up columns (2I)
   /// The inner epilogue's padding granule (a bias changes no padding).
-  static constexpr index_t padding_rows = padding_granule<Inner>::rows, padding_cols = padding_granule<Inner>::cols;
+  static constexpr index_t padding_rows = padding_granule<Inner>::rows;  ///< the inner epilogue's
+  static constexpr index_t padding_cols = padding_granule<Inner>::cols;  ///< the inner epilogue's
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     const int lane = static_cast<int>(threadIdx.x % 32);
@@ -161,6 +172,7 @@ struct with_bias {
     }
     inner.warp(biased, row0, col0);
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);

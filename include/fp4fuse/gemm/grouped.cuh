@@ -43,12 +43,14 @@ struct inputs {
 /// The NVFP4 global encode scales: one for all experts (`per_expert` false, `scales[0]`) or one
 /// per expert (`scales[e]`), in device memory.
 struct global_scales {
-  const float* scales = nullptr;
-  bool per_expert = false;
+  const float* scales = nullptr;  ///< [1] or [E] in device memory
+  bool per_expert = false;        ///< one scale per expert (`scales[e]`), else `scales[0]` for all
 };
 
+/// The grouped output's scale layout, in either peer's convention for where an expert starts.
 template <class ExpertStart>
 using grouped_layout = fp4fuse::scale_layout::grouped_swizzled_128x4<ExpertStart>;
+/// The grouped output: packed E2M1 rows and the grouped scales.
 template <class ExpertStart>
 using grouped_output = fp4fuse::quantized_matrix<format, grouped_layout<ExpertStart>>;
 
@@ -62,6 +64,7 @@ namespace epilogue {
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
+  /// The dense epilogue of unit `u`'s group's rows.
   __device__ __forceinline__ fp4fuse::gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
   }
@@ -71,8 +74,9 @@ struct store_bf16 {
 template <class Activation>
 struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, I]
-  Activation act;
-  const float* bias;
+  Activation act;                           ///< the activation of gate
+  const float* bias;                        ///< [E, 2I] or null
+  /// The dense epilogue of unit `u`'s group's rows.
   __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act};
   }
@@ -81,12 +85,13 @@ struct swiglu_bf16 {
 /// Flow 3: SwiGLU -> NVFP4 into the grouped layout.
 template <class ExpertStart, class Activation, class Intermediate = fp4fuse::intermediate::fp32>
 struct swiglu_nvfp4 {
-  grouped_output<ExpertStart> out;
-  global_scales scales;
-  Activation act;
-  const float* bias;
+  grouped_output<ExpertStart> out;  ///< the grouped NVFP4 output
+  global_scales scales;             ///< S, one or per expert
+  Activation act;                   ///< the activation of gate
+  const float* bias;                ///< [E, 2I] or null
   /// Each expert's scales start at a 128-row band (the schedule's `group_band_row0`).
   static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
+  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S.
   __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
     using layout_t = grouped_layout<ExpertStart>;
     const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_band_row0);
@@ -101,12 +106,15 @@ struct swiglu_nvfp4 {
 /// call. `Bias` is a compile-time choice (no bias, no cost).
 template <class Grouped, bool Bias>
 struct grouped {
-  Grouped g;
+  Grouped g;             ///< one of the three bindings above
   index_t gate_up_cols;  ///< 2I
   /// The bands the schedule numbers groups in (sm90::detail::group_band_rows of the binding).
   static constexpr int group_band_rows = sm90::detail::group_band_rows<Grouped>;
+  /// The dense epilogue `rows_of` binds.
   using dense = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>()));
+  /// What `for_group` returns: `dense`, with the expert's bias where Bias.
   using type = std::conditional_t<Bias, fp4fuse::gemm::with_bias<dense>, dense>;
+  /// The epilogue of unit `u`'s group (what the kernels call).
   __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
       return {g.rows_of(u), g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols};

@@ -10,8 +10,11 @@
 
 namespace fp4fuse::gemm::mma {
 
-constexpr int block_m = 128, block_n = 128, block_k = 32, threads = 256;
-constexpr int smem_ld = block_k + 8;  // bf16 per shared row: 80 bytes, conflict-free fragment loads
+constexpr int block_m = 128;  ///< tile rows
+constexpr int block_n = 128;  ///< tile columns
+constexpr int block_k = 32;   ///< K per shared-memory step
+constexpr int threads = 256;  ///< 8 warps of 16 x 128
+constexpr int smem_ld = block_k + 8;  ///< bf16 per shared row: 80 bytes, conflict-free fragment loads
 
 namespace detail {
 
@@ -42,6 +45,8 @@ __device__ __forceinline__ std::uint32_t pair(const __nv_bfloat16* p) { return *
 
 }  // namespace detail
 
+/// One 128 x 128 tile of D per CTA (grid: N tiles x M tiles), the epilogue on each warp's 16 x 128
+/// fragments. Compiled for a target below sm_80 it traps.
 template <class Epilogue>
 __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                                       int M, int N, int K, Epilogue epi) {

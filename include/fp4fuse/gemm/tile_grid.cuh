@@ -16,7 +16,10 @@ using index_t = std::int64_t;
 /// const fp4fuse::gemm::tile_grid grid{128, 128, 256, 4096};  // two row blocks of 128 x 128 tiles
 /// \endcode
 struct tile_grid {
-  index_t tile_rows, tile_cols, covered_rows, covered_cols;
+  index_t tile_rows;     ///< rows of one tile
+  index_t tile_cols;     ///< columns of one tile
+  index_t covered_rows;  ///< rows the tiles cover together
+  index_t covered_cols;  ///< columns the tiles cover together
 };
 
 /// The rows and columns in which an epilogue's output is padded (`Epilogue::padding_rows`,
@@ -24,16 +27,19 @@ struct tile_grid {
 /// an output without padding. A kernel that writes no padding beyond its tiles needs tiles that
 /// are whole multiples of it.
 /// \code
-/// static_assert(128 % fp4fuse::gemm::padding_granule<Epilogue>::rows == 0);
+/// struct padded_out { static constexpr fp4fuse::gemm::index_t padding_rows = 128, padding_cols = 128; };
+/// static_assert(fp4fuse::gemm::padding_granule<padded_out>::rows == 128, "a 128-row granule");
 /// \endcode
 template <class Epilogue, class = void>
 struct padding_granule {
-  static constexpr index_t rows = 1, cols = 1;
+  static constexpr index_t rows = 1;  ///< padding granule rows
+  static constexpr index_t cols = 1;  ///< padding granule columns
 };
 /// An epilogue that states its padding granule.
 template <class Epilogue>
 struct padding_granule<Epilogue, std::void_t<decltype(Epilogue::padding_rows), decltype(Epilogue::padding_cols)>> {
-  static constexpr index_t rows = Epilogue::padding_rows, cols = Epilogue::padding_cols;
+  static constexpr index_t rows = Epilogue::padding_rows;  ///< padding granule rows
+  static constexpr index_t cols = Epilogue::padding_cols;  ///< padding granule columns
 };
 
 }  // namespace fp4fuse::gemm

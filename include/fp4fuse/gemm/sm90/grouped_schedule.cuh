@@ -52,12 +52,20 @@ struct grouped_arguments {
 template <int BandRows = 0>
 struct grouped_schedule {
   static_assert(BandRows >= 0, "grouped_schedule: BandRows >= 0");
-  static constexpr int band_rows = BandRows;
-  using arguments = grouped_arguments;
+  static constexpr int band_rows = BandRows;  ///< the bands' rows (0: none)
+  using arguments = grouped_arguments;       ///< what the host passes
 
+  /// The schedule of one CTA (schedule.cuh's concept).
   template <class Cfg, int Cluster, bool AlongN = false>
   struct cta {
-    int tiles_n, k_iters, units, first, stride, rank, groups, n_cols;
+    int tiles_n;  ///< column units per group (column blocks, or pairs of them along N)
+    int k_iters;  ///< K blocks of a tile
+    int units;    ///< the launch's units (every group's)
+    int first;    ///< this CTA's (cluster's) first unit
+    int stride;   ///< units between this CTA's consecutive ones
+    int rank;     ///< the CTA's rank in its cluster
+    int groups;   ///< the group count
+    int n_cols;   ///< N, W's rows per group
     const std::int32_t* row0;            ///< shared: offsets[g]
     const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
     const std::int32_t* band_row0;       ///< shared: sum over i < g of round_up(rows_i, BandRows)

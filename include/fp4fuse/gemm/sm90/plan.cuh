@@ -32,26 +32,29 @@ struct config {
   static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
                     (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 32)),
                 "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
-  static constexpr int block_n = BlockN;
-  static constexpr int rows = BlockM;
-  static constexpr bool single_consumer = single_consumer_tile(BlockN);
-  static constexpr int consumers = single_consumer ? 1 : 2;
-  static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;
+  static constexpr int block_n = BlockN;  ///< tile columns
+  static constexpr int rows = BlockM;     ///< tile rows
+  static constexpr bool single_consumer = single_consumer_tile(BlockN);  ///< 64 x 32: one consumer warpgroup computes the tile
+  static constexpr int consumers = single_consumer ? 1 : 2;               ///< consumer warpgroups with MMAs
+  static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;  ///< 64-row tiles: the consumers split the columns
   /// Columns of one consumer's wgmma and its accumulators per thread.
   static constexpr int consumer_n = consumer_columns(BlockM, BlockN);
-  static constexpr int registers = consumer_n / 2;
-  static constexpr int a_stage_bytes = BlockM * block_k * 2;
-  static constexpr int b_stage_bytes = block_n * block_k * 2;
-  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
-  static constexpr int stages = ring_bytes / stage_bytes;  // 4: 128 x 256, 128 x 192, 64 x 256; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32
+  static constexpr int registers = consumer_n / 2;             ///< accumulators per consumer thread
+  static constexpr int a_stage_bytes = BlockM * block_k * 2;   ///< one X tile of the ring
+  static constexpr int b_stage_bytes = block_n * block_k * 2;  ///< one W tile of the ring
+  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects)
+  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32).
+  static constexpr int stages = ring_bytes / stage_bytes;
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
-  static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;
+  static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;  ///< dynamic shared memory
 };
 
 /// What a launch computes: the shape, the K split, and the split-K workspace.
 struct params {
-  int M, N, K;
+  int M;  ///< rows of X and D (a grouped launch: all routed rows)
+  int N;  ///< columns of D (a grouped launch: per group)
+  int K;  ///< the reduction
   int splits;          ///< K is cut into `splits` ranges of whole 64-column blocks (1: no split)
   float* partials;     ///< splits * tiles * 2 consumers * fragment floats (splits > 1)
   unsigned* counters;  ///< tiles * 2 arrival counters, zero between launches (splits > 1)
@@ -61,11 +64,12 @@ struct params {
 /// cooperative), the ping-pong's MMAs in flight, and the cluster (1 or 2 CTAs; a cluster of 2
 /// along M shares W's tile, along N X's tile, each CTA loading half and multicasting it).
 struct kernel_key {
-  int block_m, block_n;
-  int cluster;
-  bool along_n;
-  bool pingpong;
-  int in_flight;
+  int block_m;    ///< tile rows
+  int block_n;    ///< tile columns
+  int cluster;    ///< CTAs per cluster (1 or 2)
+  bool along_n;   ///< the cluster is along N (X shared) rather than M (W shared)
+  bool pingpong;  ///< the ping-pong kernel (else the cooperative one)
+  int in_flight;  ///< the ping-pong kernel's K steps of MMAs in flight (1 or 2)
 };
 
 /// A kernel instance as a type: the dispatch table's row for `kernel_key`s equal to its values
@@ -75,8 +79,13 @@ struct tile_shape {
   static_assert(Cluster == 1 || Cluster == 2, "tile_shape: clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "tile_shape: a cluster along N has 2 CTAs");
   static_assert(!Pingpong || (BlockM == 128 && BlockN == 128), "tile_shape: the ping-pong kernel's tiles are 128 x 128");
-  static constexpr int m = BlockM, n = BlockN, cluster = Cluster, in_flight = InFlight;
-  static constexpr bool pingpong = Pingpong, along_n = AlongN;
+  static constexpr int m = BlockM;           ///< tile rows
+  static constexpr int n = BlockN;           ///< tile columns
+  static constexpr int cluster = Cluster;    ///< CTAs per cluster
+  static constexpr int in_flight = InFlight;  ///< the ping-pong kernel's K steps in flight
+  static constexpr bool pingpong = Pingpong;  ///< the ping-pong kernel
+  static constexpr bool along_n = AlongN;     ///< a cluster along N
+  /// True when `k` names this instance.
   static constexpr bool matches(const kernel_key& k) {
     return k.block_m == m && k.block_n == n && k.cluster == cluster && k.along_n == along_n && k.pingpong == pingpong &&
            (!pingpong || k.in_flight == in_flight);
@@ -88,7 +97,9 @@ struct tile_shape {
 /// lists its rows once, and instantiates those only).
 template <class... Shapes>
 struct kernel_list {
+  /// True when `k` names one of the instances.
   static constexpr bool contains(const kernel_key& k) { return (Shapes::matches(k) || ...); }
+  /// `f(Shape{})` for the instance `k` names, or a bad_shape refusal naming `entry_point` and `k`.
   template <class F>
   static result dispatch(const kernel_key& k, const char* entry_point, F&& f) {
     result r = result::with(status::bad_shape, "%s: no kernel instance has %d x %d tiles, %s, cluster %d%s", entry_point, k.block_m, k.block_n,
@@ -108,7 +119,9 @@ using dense_kernels = kernel_list<tile_shape<128, 256, 1>, tile_shape<128, 192, 
 
 /// Tile shape, K split and schedule of a launch.
 struct launch_plan {
-  int block_n, splits, units;
+  int block_n;  ///< tile columns
+  int splits;   ///< K splits (1: none)
+  int units;    ///< work units (tiles x splits, with clusters pairs of tiles); the launcher fills it in
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
   int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
   int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
@@ -197,9 +210,10 @@ inline result validate_plan(const launch_plan* p) {
 /// tiles of 64 x 256, 64 x 128, 128 x 256 or 128 x 128, or the ping-pong kernel's 128 x 128; clusters
 /// of 1, or 2 (pairs of an expert's row blocks sharing W by multicast).
 struct grouped_plan {
-  int block_m = 128, block_n = 256;
-  int cluster = 1;
-  bool pingpong = false;
+  int block_m = 128;      ///< tile rows
+  int block_n = 256;      ///< tile columns
+  int cluster = 1;        ///< CTAs per cluster (1 or 2)
+  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
   bool along_n = false;  ///< cluster of 2 along N (the ping-pong kernel only): pairs of column tiles share the X tile by multicast
   /// The dispatch table's key of this plan.
   constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }

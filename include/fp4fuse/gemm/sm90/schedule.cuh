@@ -48,10 +48,12 @@ constexpr int group_m = 8;  // M-blocks per raster group
 /// do the epilogue's rows (epilogue.cuh: `epilogue_for` binds the group's output); a dense GEMM
 /// is one group of M rows.
 struct work_unit {
-  int m_blk, n_blk;  ///< the tile's row block within its group, its column block
+  int m_blk;         ///< the tile's row block within its group
+  int n_blk;         ///< the tile's column block
   int tile;          ///< the tile's index among the launch's tiles: its split-K workspace slot
   int split;         ///< which of the tile's K splits (0 without a split)
-  int k_begin, k_end;  ///< its K blocks of 64 columns, [k_begin, k_end)
+  int k_begin;       ///< its first K block of 64 columns
+  int k_end;         ///< one past its last K block
   int a_row;         ///< the first X row of the tile (the producer's TMA coordinate)
   int b_row;         ///< the first W row of the tile; with clusters, CTA `rank` loads its half from b_row + rank * BlockN / 2
   int group;         ///< the group (expert) the tile belongs to
@@ -97,6 +99,7 @@ __device__ __forceinline__ void place_in_cluster(work_unit& u, int rank) {
 
 /// The dense GEMM's schedule: one group of M rows, the tiles in the grouped raster.
 struct dense_schedule {
+  /// Nothing beyond `params`.
   struct arguments {};
 
   /// The work units of a CTA. With clusters along M, a unit is a pair of vertically adjacent
@@ -106,7 +109,16 @@ struct dense_schedule {
   /// along K.
   template <class Cfg, int Cluster, bool AlongN = false>
   struct cta {
-    int tiles_n, unit_rows, k_iters, splits, units, first, stride, rank, rows;
+    int tiles_n;    ///< column units (column blocks, or pairs of them along N)
+    int unit_rows;  ///< row units (row blocks, or pairs of them along M)
+    int k_iters;    ///< K blocks of a whole tile
+    int splits;     ///< K splits
+    int units;      ///< the launch's units
+    int first;      ///< this CTA's (cluster's) first unit
+    int stride;     ///< units between this CTA's consecutive ones
+    int rank;       ///< the CTA's rank in its cluster
+    int rows;       ///< M
+    /// All threads of the CTA, at kernel start (the concept above).
     __device__ cta(const params& prm, const arguments&, int splits_) {
       const int tiles_m = cuda::ceil_div(prm.M, Cfg::rows);
       tiles_n = cuda::ceil_div(cuda::ceil_div(prm.N, Cfg::block_n), AlongN ? Cluster : 1);

@@ -31,7 +31,8 @@ namespace fp4fuse::gemm::sm90 {
 
 /// What a split-K launch needs: floats of partial fragments and arrival counters.
 struct workspace_size {
-  std::size_t partial_floats = 0, counter_count = 0;
+  std::size_t partial_floats = 0;  ///< floats of partial fragments
+  std::size_t counter_count = 0;   ///< arrival counters
 };
 
 /// A split-K workspace in device memory of the launch's device. The partials need no initial
@@ -41,9 +42,10 @@ struct workspace_size {
 /// split of each tile resets its counter), so the same workspace then serves any later launch it
 /// is large enough for, in or out of a graph. A launch aborted on the device leaves them undefined.
 struct workspace {
-  float* partials = nullptr;
-  unsigned* counters = nullptr;
-  std::size_t partial_floats = 0, counter_count = 0;
+  float* partials = nullptr;        ///< the splits' FP32 fragments
+  unsigned* counters = nullptr;     ///< per tile and consumer, zero between launches
+  std::size_t partial_floats = 0;   ///< floats at `partials`
+  std::size_t counter_count = 0;    ///< counters at `counters`
 
   /// What a launch of plan `lp` on an M x N x K problem needs, both counts 0 where it does not
   /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count);
