@@ -78,39 +78,8 @@ __global__ void __launch_bounds__(threads, 1)
       // The warpgroup's part of the tile, in rows of the unit's group (the epilogue's rows).
       const index_t row0 = static_cast<index_t>(u.m_blk) * BlockM + (cfg::consumers_split_n ? 0 : 64 * consumer);
       const index_t col0 = static_cast<index_t>(u.n_blk) * BlockN + (cfg::consumers_split_n ? consumer * cfg::consumer_n : 0);
-      if (prm.splits > 1) {
-        if (row0 >= u.group_rows) {
-          // Rows wholly beyond the group's (M): the epilogue writes only the output's padding
-          // there, whatever the sums (every split's is 0 where TMA zero-filled X beyond M); split 0
-          // alone writes it.
-          if (u.split != 0) continue;
-        } else {
-          // Publish this split's fragment, then the last split of the tile to arrive reduces.
-          const std::size_t slot = (static_cast<std::size_t>(u.tile) * 2 + consumer) * prm.splits;
-          float* mine = prm.partials + (slot + u.split) * (registers * 128);
-#pragma unroll
-          for (int i = 0; i < registers; ++i) __stcg(mine + i * 128 + thread, acc[0][i]);
-          __threadfence();
-          detail::warpgroup_sync(consumer);
-          if (thread == 0) {
-            unsigned* counter = prm.counters + u.tile * 2 + consumer;
-            const unsigned arrived = atomicAdd(counter, 1u);
-            const bool last = arrived == static_cast<unsigned>(prm.splits - 1);
-            if (last) *counter = 0;  // ready for the next launch
-            last_flag[consumer] = last;
-          }
-          detail::warpgroup_sync(consumer);
-          if (!last_flag[consumer]) continue;
-          __threadfence();
-          // Sum the splits in index order: the same bits whichever split arrived last.
-          decltype(mma)::clear(acc);
-          for (int s = 0; s < prm.splits; ++s) {
-            const float* part = prm.partials + (slot + s) * (registers * 128);
-#pragma unroll
-            for (int i = 0; i < registers; ++i) acc[0][i] += __ldcg(part + i * 128 + thread);
-          }
-        }
-      }
+      // A unit that splits K: the schedule's fixup reduces the splits; the last split to arrive runs the epilogue.
+      if (!sched.fixup(acc[0], u, prm, row0, consumer, thread, last_flag)) continue;
       const auto& tile_epi = detail::epilogue_for(epi, u);
       tile_epi.warpgroup(acc[0], row0, col0);
       if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);

@@ -48,6 +48,11 @@ struct config {
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;  ///< dynamic shared memory
+  static_assert(smem_bytes <= max_smem_per_cta, "config: the ring, its barriers and hand-offs must fit in a CTA's shared memory");
+  // descriptor_low (ptx.cuh) keeps 18 bits of a shared address and steps descriptors with 32-bit
+  // adds: every shared address of the CTA must stay below 256 KiB.
+  static_assert(max_smem_per_cta < (std::size_t(1) << 18), "config: shared addresses must fit the descriptors' 18 bits");
+  static_assert(stages >= 2, "config: the ring needs at least two stages");
 };
 
 /// What a launch computes: the shape, the K split, and the split-K workspace.

@@ -29,6 +29,12 @@
 //     __device__ work_unit at(int unit) const
 //                  the unit at index `unit`, called by the producer and by each consumer for the
 //                  same indices, so a pure function of `unit` (and of the constructor's state).
+//     __device__ bool fixup(float (&acc)[R], const work_unit& u, const params& prm, index_t row0,
+//                           int consumer, int thread, int* flags) const
+//                  after a consumer warpgroup's mainloop of unit u (its part of the tile from
+//                  output row row0): whether it runs the epilogue on `acc`. A schedule that
+//                  splits K reduces the splits here (the cooperative kernel only calls it;
+//                  `flags`: one int per consumer in shared memory); one that does not returns true.
 //
 // and these promises: the CTAs of a cluster get the same number of units and, unit by unit, the
 // same K range and the same rows of the shared operand (W rows along M, X rows along N: they share
@@ -39,6 +45,8 @@
 #include <cuda/ptx>
 
 #include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/ptx.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 
@@ -81,6 +89,44 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
   u.k_begin = static_cast<int>(static_cast<long long>(k_iters) * u.split / splits);
   u.k_end = static_cast<int>(static_cast<long long>(k_iters) * (u.split + 1) / splits);
   return u;
+}
+
+/// The split-K fixup of a consumer warpgroup's fragment of unit u: each split publishes it to the
+/// workspace (prm.partials), and the last split of the tile to arrive (prm.counters, reset for the
+/// next launch) sums every split's in index order, so the bits do not depend on arrival order, and
+/// runs the epilogue (true). Rows wholly beyond the group's (row0 >= u.group_rows): only split 0
+/// runs the epilogue (it writes nothing but the padding there, whatever the sums). prm.splits <= 1:
+/// true, nothing else (the schedules' one implementation of the reduction; the grouped schedule's
+/// launches never split, and keeping the same code there keeps the kernels' mainloop as tuned).
+template <int Registers>
+__device__ __forceinline__ bool split_k_fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+                                              int thread, int* flags) {
+  if (prm.splits <= 1) return true;
+  if (row0 >= u.group_rows) return u.split == 0;
+  const std::size_t slot = (static_cast<std::size_t>(u.tile) * 2 + consumer) * prm.splits;
+  float* mine = prm.partials + (slot + u.split) * (Registers * 128);
+#pragma unroll
+  for (int i = 0; i < Registers; ++i) __stcg(mine + i * 128 + thread, acc[i]);
+  __threadfence();
+  warpgroup_sync(consumer);
+  if (thread == 0) {
+    unsigned* counter = prm.counters + u.tile * 2 + consumer;
+    const unsigned arrived = atomicAdd(counter, 1u);
+    const bool last = arrived == static_cast<unsigned>(prm.splits - 1);
+    if (last) *counter = 0;  // ready for the next launch
+    flags[consumer] = last;
+  }
+  warpgroup_sync(consumer);
+  if (!flags[consumer]) return false;
+  __threadfence();
+#pragma unroll
+  for (int i = 0; i < Registers; ++i) acc[i] = 0.0f;
+  for (int s = 0; s < prm.splits; ++s) {
+    const float* part = prm.partials + (slot + s) * (Registers * 128);
+#pragma unroll
+    for (int i = 0; i < Registers; ++i) acc[i] += __ldcg(part + i * 128 + thread);
+  }
+  return true;
 }
 
 /// Maps a cluster's tile (m_blk, n_blk of `unit_at`) to the tile of the CTA of rank `rank`: a
@@ -142,6 +188,13 @@ struct dense_schedule {
       u.group_rows = rows;
       u.group_band_row0 = 0;
       return u;
+    }
+
+    /// Split K (detail::split_k_fixup). Without a split: true.
+    template <int Registers>
+    __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+                                          int thread, int* flags) const {
+      return detail::split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
     }
   };
 };
