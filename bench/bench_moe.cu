@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
     const double roofline = std::max(w_bytes / (copy_gbps * 1e9), flops / (cublas_tflops * 1e12)) * 1e6;
     const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
-                             (p.cluster == 2 ? " cl2" : "");
+                             (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
     rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3]});
     if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
     std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f\n",

@@ -68,7 +68,8 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   for (int rows : {1, 512, 4096, 32768, 262144})
     for (int experts : {1, 8, 128, 256}) CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(rows, experts)));
   CHECK(fp4fuse::gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
-  CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 1));  // T = 4096: 128 per expert
+  CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
+         fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N
   CHECK(fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong);        // T = 32768: 1024 per expert
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
