@@ -22,8 +22,8 @@
 #include <mutex>
 #include <utility>
 
-#include <fp4fuse/detail/kernel_support.cuh>
-#include <fp4fuse/status.hpp>
+#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/status.hpp"
 
 #include "fp4fuse/gemm/sm90/plan.cuh"
 
