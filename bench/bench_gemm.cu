@@ -27,7 +27,7 @@ namespace {
 using namespace bench;
 using act_t = fp4fuse::activation::swiglu;
 
-std::string describe(const l1_gemm::sm90::launch_plan& p) {
+std::string describe(const fp4fuse::gemm::sm90::launch_plan& p) {
   return std::string(p.pingpong == 1 ? "ping-pong" : "coop.") + " " + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
          (p.splits > 1 ? " split " + std::to_string(p.splits) : "") + (p.cluster == 2 ? " cl2" : "");
 }
@@ -37,7 +37,7 @@ struct row {
   int T, H, N;
   double cublas, ours_bf16, flow1, flow2, flow3, w_read, w_read_measured;
   double enqueue_cublas, enqueue_ours;
-  l1_gemm::sm90::launch_plan plan;  ///< every flow's (the plan no longer depends on the epilogue)
+  fp4fuse::gemm::sm90::launch_plan plan;  ///< every flow's (the plan no longer depends on the epilogue)
 };
 
 }  // namespace
@@ -82,16 +82,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--force names a cooperative plan: it does not combine with --pingpong or --in-flight\n");
     return 2;
   }
-  const l1_gemm::sm90::launch_plan forced{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
-  if (force_block_n != 0 && !l1_gemm::sm90::validate_plan(&forced)) {
+  const fp4fuse::gemm::sm90::launch_plan forced{force_block_n, force_splits, 0, 0, -1, 0, force_block_m};
+  if (force_block_n != 0 && !fp4fuse::gemm::sm90::validate_plan(&forced)) {
     std::fprintf(stderr, "--force %d %d %d: no such plan\n", force_block_m, force_block_n, force_splits);
     return 2;
   }
   if (!have_device("bench_gemm")) return 0;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  const l1_gemm::engine engine = l1_gemm::resolve(l1_gemm::engine::automatic);
-  if (engine != l1_gemm::engine::wgmma) std::printf("note: the wgmma engine cannot run here; timing the mma.sync engine\n");
+  const fp4fuse::gemm::engine engine = fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic);
+  if (engine != fp4fuse::gemm::engine::wgmma) std::printf("note: the wgmma engine cannot run here; timing the mma.sync engine\n");
   CHECK_CUDA(cudaMalloc(&g_flush, flush_bytes));
 
   // Reference bandwidth: a 1 GiB device-to-device copy (2 GiB moved).
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaFree(src));
   CHECK_CUDA(cudaFree(dst));
   std::printf("%s, device copy %.0f GB/s, engine %s, median of %d runs, round-robin, L2 flushed (256 MiB read) before each\n\n", prop.name, copy_gbps,
-              l1_gemm::engine_name(engine), g_reps);
+              fp4fuse::gemm::engine_name(engine), g_reps);
 
   struct model {
     const char* name;
@@ -135,22 +135,22 @@ int main(int argc, char** argv) {
     for (int T : tokens) {
       if (profile_model >= 0 && T != profile_tokens) continue;
       const l1_gemm::problem p{x, w, T, H, I, gate_up, h, packed, scales, S};
-      CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::swiglu_bf16<act_t>{{h, T, I, I}, act_t{}}, engine));
+      CHECK_FP4(fp4fuse::gemm::gemm(x, w, T, N, H, fp4fuse::gemm::swiglu_bf16<act_t>{{h, T, I, I}, act_t{}}, engine));
       CHECK_FP4(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, T, I, I}, amax, S));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
-      r.plan = l1_gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
+      r.plan = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
       if (force_pingpong >= 0 && r.plan.splits == 1) {
         // --pingpong 0: the cooperative 128 x 256 kernel where the plan chose ping-pong.
-        r.plan = force_pingpong == 1 ? l1_gemm::sm90::launch_plan{128, 1, 0, 0, 1}
-                                : r.plan.pingpong == 1 ? l1_gemm::sm90::launch_plan{256, 1, 0, 0, 0}
+        r.plan = force_pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 0, 1}
+                                : r.plan.pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{256, 1, 0, 0, 0}
                                                        : r.plan;
       }
       if (force_block_n != 0) r.plan = forced;
       if (force_cluster != 0 && r.plan.splits == 1) r.plan.cluster = force_cluster;
       if (r.plan.pingpong == 1) r.plan.in_flight = in_flight;
-      r.plan.cluster = l1_gemm::sm90::cluster_for(r.plan, T);
-      const l1_gemm::sm90::launch_plan* pp = engine == l1_gemm::engine::wgmma ? &r.plan : nullptr;
+      r.plan.cluster = fp4fuse::gemm::sm90::cluster_for(r.plan, T);
+      const fp4fuse::gemm::sm90::launch_plan* pp = engine == fp4fuse::gemm::engine::wgmma ? &r.plan : nullptr;
       if (profile_model >= 0 && !timed_profile) {
         const int saved = g_reps;
         g_reps = 1;
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
         g_reps = saved;
         for (int i = 0; i < 3; ++i) {
           cublas.run(x, w, gate_up);
-          CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
+          CHECK_FP4(fp4fuse::gemm::gemm(x, w, T, N, H, fp4fuse::gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
           CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp));
         }
         CHECK_CUDA(cudaDeviceSynchronize());
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
       const cublas_gemm cublas(x, w, gate_up, T, N, H);
       const std::function<void()> cublas_run = [&] { cublas.run(x, w, gate_up); };
       const std::function<void()> ours_run = [&] {
-        CHECK_FP4(l1_gemm::gemm(x, w, T, N, H, l1_gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
+        CHECK_FP4(fp4fuse::gemm::gemm(x, w, T, N, H, fp4fuse::gemm::store_bf16{{gate_up, T, N, N}}, engine, nullptr, pp));
       };
       const std::vector<double> t = time_round_robin({
           cublas_run,
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::fprintf(f, "%s, device copy %.0f GB/s, engine %s; median of %d runs timed round-robin, L2 flushed (256 MiB read) before "
-                 "each; time in us (TFLOP/s); x = time / cuBLAS time; W read: at copy bandwidth / by a read-only kernel in the same run.\n\n", prop.name, copy_gbps, l1_gemm::engine_name(engine), g_reps);
+                 "each; time in us (TFLOP/s); x = time / cuBLAS time; W read: at copy bandwidth / by a read-only kernel in the same run.\n\n", prop.name, copy_gbps, fp4fuse::gemm::engine_name(engine), g_reps);
     std::fprintf(f, "| model | T | our schedule | cuBLASLt BF16 | ours, BF16 out | flow 1: BF16 + swiglu_quantize | flow 2: BF16 SwiGLU + quantize | "
                     "flow 3: fused NVFP4 | W read at copy BW / measured |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (const row& r : rows) {

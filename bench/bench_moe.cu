@@ -1,4 +1,4 @@
-// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh) against what a PyTorch MoE runs today and
+// The grouped MoE L1 (fp4fuse::gemm::moe, include/fp4fuse/gemm/grouped.cuh) against what a PyTorch MoE runs today and
 // against the roofline, for DeepSeek-V3 (E = 256, top-8, H = 7168, I = 2048) and GPT-OSS-120B
 // (E = 128, top-4, H = 2880, I = 2880, bias, clamped SwiGLU), T in {64, 512, 4096, 32768} tokens,
 // uniform and skewed routing (moe_data.cuh: expert 0 gets about half of the tokens).
@@ -12,7 +12,10 @@
 //     BF16 rate on an 8192^3 GEMM), both measured here.
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
-//   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG] [--profile]
+//   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
+//   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
+//   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed; --profile runs each kernel once, untimed, for ncu)
 #include <cmath>
 #include <cstring>
@@ -21,7 +24,7 @@
 #include <string>
 
 #include "../examples/l1_gemm/moe_data.cuh"
-#include "../examples/l1_gemm/moe_l1.cuh"
+#include <fp4fuse/gemm/grouped.cuh>
 #include "bench_support.cuh"
 #include "cublaslt_gemm.cuh"
 
@@ -77,6 +80,7 @@ struct row {
   long long routed;
   int active;
   double roofline, fused, sq, torch, bf16_gemm;
+  double candidate;  ///< the --candidate plan's fused time (0: not timed)
 };
 
 }  // namespace
@@ -86,8 +90,11 @@ int main(int argc, char** argv) {
   const char* torch_path = nullptr;
   const char* markdown = nullptr;
   int only_model = -1, only_T = -1, only_routing = -1;
-  l1_gemm::sm90::grouped_plan forced{};
+  fp4fuse::gemm::sm90::grouped_plan forced{};
   bool force = false, profile = false;
+  fp4fuse::gemm::sm90::grouped_plan candidate{};
+  bool has_candidate = false;
+  int candidate_min_T = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto next = [&]() -> const char* {
@@ -112,8 +119,20 @@ int main(int argc, char** argv) {
       forced.cluster = std::atoi(next());
       forced.pingpong = std::atoi(next()) != 0;
       force = true;
-      if (!l1_gemm::sm90::valid(forced)) {
+      if (!fp4fuse::gemm::sm90::valid(forced)) {
         std::fprintf(stderr, "--force names no grouped kernel\n");
+        return 2;
+      }
+    } else if (a == "--candidate") {
+      candidate.block_m = std::atoi(next());
+      candidate.block_n = std::atoi(next());
+      candidate.cluster = std::atoi(next());
+      candidate.pingpong = std::atoi(next()) != 0;
+      candidate.along_n = std::atoi(next()) != 0;
+      if (i + 1 < argc && argv[i + 1][0] != '-') candidate_min_T = std::atoi(next());
+      has_candidate = true;
+      if (!fp4fuse::gemm::sm90::valid(candidate)) {
+        std::fprintf(stderr, "--candidate names no grouped kernel\n");
         return 2;
       }
     } else {
@@ -203,7 +222,7 @@ int main(int argc, char** argv) {
     std::uint8_t *packed = nullptr, *scales = nullptr, *dense_scales = nullptr;
     std::int32_t* d_offsets = nullptr;
     float* S = nullptr;
-    const l1_gemm::moe::grouped_layout<start_t> layout{routed, I / 16, E, nullptr};
+    const fp4fuse::gemm::moe::grouped_layout<start_t> layout{routed, I / 16, E, nullptr};
     const fp4fuse::scale_layout::swizzled_128x4 dense_layout{routed, I / 16};
     CHECK_CUDA(cudaMalloc(&x, std::size_t(routed) * H * 2));
     CHECK_CUDA(cudaMalloc(&gate_up, std::size_t(routed) * N * 2));
@@ -218,34 +237,43 @@ int main(int argc, char** argv) {
     CHECK_CUDA(l1_gemm::moe::fill_device(x, std::size_t(routed) * H, l1_gemm::moe::values{0xC0FFEEu, H}, 0));
     CHECK_CUDA(l1_gemm::moe::fill_device(gate_up, std::size_t(routed) * N, l1_gemm::moe::values{0xBEEFu, 2 * H}, 0));
 
-    const l1_gemm::moe::inputs in{{x, routed, H, H}, w, m.bias ? bias : nullptr};
-    auto out = l1_gemm::moe::grouped_output<start_t>{packed, I / 2, scales, layout};
+    const fp4fuse::gemm::moe::inputs in{{x, routed, H, H}, w, m.bias ? bias : nullptr};
+    auto out = fp4fuse::gemm::moe::grouped_output<start_t>{packed, I / 2, scales, layout};
     out.layout.expert_offsets = d_offsets;
-    const l1_gemm::sm90::grouped_plan* fp = force ? &forced : nullptr;
-    const l1_gemm::moe::global_scales gs{S, false};
+    const fp4fuse::gemm::sm90::grouped_plan* fp = force ? &forced : nullptr;
+    const fp4fuse::gemm::moe::global_scales gs{S, false};
     const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, routed, N, N};
     const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> dense_out{packed, I / 2, dense_scales,
                                                                                                                dense_layout};
-    std::function<void()> fused, swiglu_q, bf16_gemm;
+    std::function<void()> fused, swiglu_q, bf16_gemm, fused_candidate;
+    const bool timing_candidate = has_candidate && c.T >= candidate_min_T;
+    const fp4fuse::gemm::sm90::grouped_plan* cp = &candidate;
     if (m.bias) {
       const fp4fuse::activation::swiglu_clamped act{};
-      fused = [=] { CHECK_FP4(l1_gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
     } else {
       const fp4fuse::activation::swiglu act{};
-      fused = [=] { CHECK_FP4(l1_gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
     }
     bf16_gemm = [=] {
-      CHECK_FP4(l1_gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
+      CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
     };
-    std::vector<double> t{0, 0, 0};
+    std::vector<double> t{0, 0, 0, 0};
     if (profile) {
       fused();
       bf16_gemm();
       std::printf("%s: ran the fused and the BF16 grouped kernels once (for a profiler)\n", c.name().c_str());
     } else {
-      t = time_round_robin({fused, swiglu_q, bf16_gemm});
+      if (timing_candidate) {
+        t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate});
+      } else {
+        t = time_round_robin({fused, swiglu_q, bf16_gemm});
+        t.push_back(0);
+      }
     }
     CHECK_CUDA(cudaDeviceSynchronize());
 
@@ -255,10 +283,11 @@ int main(int argc, char** argv) {
     const double w_bytes = double(active) * N * H * 2;
     const double flops = 2.0 * routed * N * H;
     const double roofline = std::max(w_bytes / (copy_gbps * 1e9), flops / (cublas_tflops * 1e12)) * 1e6;
-    const l1_gemm::sm90::grouped_plan p = force ? forced : l1_gemm::sm90::plan_grouped(routed, E);
+    const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
-                             (p.cluster == 2 ? " cl2" : "");
-    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2]});
+                             (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
+    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3]});
+    if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
     std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f\n",
                 c.name().c_str(), plan.c_str(), routed, active, roofline, t[0], t[0] / roofline, t[2], torch_us, t[1]);
     std::fflush(stdout);
@@ -268,15 +297,17 @@ int main(int argc, char** argv) {
   }
 
   std::string table = "| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
-                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused |\n"
-                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan us (x roofline, / planned) |\n"
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   char line[512];
   for (const row& r : rows) {
     const double pipeline = r.torch > 0 ? r.torch + r.sq : 0;
-    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s |\n", r.name.c_str(), r.plan.c_str(),
+    char cand[96] = "-";
+    if (r.candidate > 0) std::snprintf(cand, sizeof cand, "%.1f (%.2fx, %.3f)", r.candidate, r.candidate / r.roofline, r.candidate / r.fused);
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s | %s |\n", r.name.c_str(), r.plan.c_str(),
                   r.routed, r.active, r.roofline, r.fused, r.fused / r.roofline, r.bf16_gemm,
                   r.torch > 0 ? std::to_string(r.torch).substr(0, std::to_string(r.torch).find('.') + 2).c_str() : "-", r.sq,
-                  pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-");
+                  pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-", cand);
     table += line;
   }
   std::printf("\n%s", table.c_str());

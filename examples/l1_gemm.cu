@@ -46,7 +46,7 @@ void check_result(const fp4fuse::result& r, const char* what) {
 struct options {
   int T = 4096, H = 7168, I = 2048, reps = 20, check_rows = 24;
   std::uint64_t seed = 0;
-  l1_gemm::engine engine = l1_gemm::engine::automatic;
+  fp4fuse::gemm::engine engine = fp4fuse::gemm::engine::automatic;
 };
 
 options parse(int argc, char** argv) {
@@ -64,7 +64,7 @@ options parse(int argc, char** argv) {
     };
     if (a == "--engine") {
       const std::string e = value();
-      o.engine = e == "wgmma" ? l1_gemm::engine::wgmma : e == "mma" ? l1_gemm::engine::mma_sync : l1_gemm::engine::automatic;
+      o.engine = e == "wgmma" ? fp4fuse::gemm::engine::wgmma : e == "mma" ? fp4fuse::gemm::engine::mma_sync : fp4fuse::gemm::engine::automatic;
       if (e != "wgmma" && e != "mma" && e != "auto") {
         std::fprintf(stderr, "--engine: auto, wgmma or mma\n");
         std::exit(2);
@@ -175,10 +175,10 @@ int main(int argc, char** argv) {
     return host_path(o);
   }
   const int T = o.T, H = o.H, I = o.I;
-  const l1_gemm::engine engine = l1_gemm::resolve(o.engine);
+  const fp4fuse::gemm::engine engine = fp4fuse::gemm::resolve(o.engine);
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("L1 GEMM T=%d H=%d I=%d on %s, engine %s, seed %llu\n", T, H, I, prop.name, l1_gemm::engine_name(engine),
+  std::printf("L1 GEMM T=%d H=%d I=%d on %s, engine %s, seed %llu\n", T, H, I, prop.name, fp4fuse::gemm::engine_name(engine),
               static_cast<unsigned long long>(o.seed));
 
   const l1_gemm::host::inputs in(T, H, I, o.seed);
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   const l1_gemm::problem p{d.x, d.w, T, H, I, d.gate_up, d.h, d.packed, d.scales, d.S};
 
   // Calibrate the static global scale once, from the compact SwiGLU output's amax.
-  check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::swiglu_bf16<act_t>{{d.h, T, I, I}, act_t{}}, engine), "calibration GEMM");
+  check_result(fp4fuse::gemm::gemm(d.x, d.w, T, 2 * I, H, fp4fuse::gemm::swiglu_bf16<act_t>{{d.h, T, I, I}, act_t{}}, engine), "calibration GEMM");
   check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, d.S), "amax");
   CHECK_CUDA(cudaDeviceSynchronize());
   float S = 0;
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   const double flops = 2.0 * T * H * 2.0 * I;
   const double nvfp4_bytes = static_cast<double>(d.packed_bytes + d.scale_bytes);
   const double t_gemm = time_us(o.reps, [&] {
-    check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::store_bf16{{d.gate_up, T, 2 * I, 2 * I}}, engine), "GEMM");
+    check_result(fp4fuse::gemm::gemm(d.x, d.w, T, 2 * I, H, fp4fuse::gemm::store_bf16{{d.gate_up, T, 2 * I, 2 * I}}, engine), "GEMM");
   });
   const double t1 = time_us(o.reps, [&] { check_result(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine), "flow 1"); });
   const double t2 = time_us(o.reps, [&] { check_result(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine), "flow 2"); });

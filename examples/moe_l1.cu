@@ -1,5 +1,5 @@
 // fp4fuse MoE L1 example: the first GEMM of an MoE layer over all experts in one launch, SwiGLU
-// and NVFP4 in its epilogue (examples/l1_gemm/moe_l1.cuh), for DeepSeek-V3 or GPT-OSS-120B shapes
+// and NVFP4 in its epilogue (fp4fuse::gemm::moe, include/fp4fuse/gemm/grouped.cuh), for DeepSeek-V3 or GPT-OSS-120B shapes
 // with routed tokens sorted by expert. It checks sampled rows of the fused output (flow 3) against
 // a float64 host reference and its scale padding, prints the time of the fused grouped kernel next
 // to the grouped BF16 GEMM followed by the standalone kernel, and the bytes each writes.
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "l1_gemm/moe_data.cuh"
-#include "l1_gemm/moe_l1.cuh"
+#include <fp4fuse/gemm/grouped.cuh>
 #include "l1_gemm/moe_reference.hpp"
 
 namespace {
@@ -78,8 +78,8 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.experts > 0) o.m.experts = o.experts;
-  if (o.T < 1 || o.m.experts < o.m.top_k || o.m.experts > l1_gemm::sm90::max_groups) {
-    std::fprintf(stderr, "need T >= 1 and top-k <= experts <= %d\n", l1_gemm::sm90::max_groups);
+  if (o.T < 1 || o.m.experts < o.m.top_k || o.m.experts > fp4fuse::gemm::sm90::max_groups) {
+    std::fprintf(stderr, "need T >= 1 and top-k <= experts <= %d\n", fp4fuse::gemm::sm90::max_groups);
     std::exit(2);
   }
   return o;
@@ -126,7 +126,7 @@ int run(const options& o, const Activation& act) {
   const l1_gemm::moe::values v{o.seed, H};
   const l1_gemm::moe::reference ref{v, H, I, m.bias};
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0 || !l1_gemm::detail::wgmma_runs_here()) {
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0 || !fp4fuse::gemm::detail::wgmma_runs_here()) {
     (void)cudaGetLastError();
     std::printf("No sm_90 GPU here (the grouped kernel is sm_90a): the host reference of the first routed rows only.\n");
     for (int r = 0; r < std::min(rows, 3); ++r) {
@@ -141,7 +141,7 @@ int run(const options& o, const Activation& act) {
   float *bias = nullptr, *S;
   std::int32_t* d_offsets;
   std::uint8_t *packed, *scales, *dense_scales;
-  const l1_gemm::moe::grouped_layout<start_t> host_layout{rows, I / 16, E, offsets.data()};
+  const fp4fuse::gemm::moe::grouped_layout<start_t> host_layout{rows, I / 16, E, offsets.data()};
   const fp4fuse::scale_layout::swizzled_128x4 dense_layout{rows, I / 16};
   CHECK_CUDA(cudaMalloc(&x, std::size_t(rows) * H * 2 + 16));
   CHECK_CUDA(cudaMalloc(&w, std::size_t(E) * N * H * 2));
@@ -158,19 +158,19 @@ int run(const options& o, const Activation& act) {
   if (m.bias) CHECK_CUDA(l1_gemm::moe::fill_device(bias, std::size_t(E) * N, v, 2));
   CHECK_CUDA(cudaMemcpy(d_offsets, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
 
-  const l1_gemm::moe::inputs in{{x, rows, H, H}, w, bias};
+  const fp4fuse::gemm::moe::inputs in{{x, rows, H, H}, w, bias};
   // The static global encode scale, calibrated from flow 2's BF16 activations (as the dense example).
-  check_result(l1_gemm::moe::run_swiglu_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{h, rows, I, I}, act, E, d_offsets), "flow 2 GEMM");
+  check_result(fp4fuse::gemm::moe::run_swiglu_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{h, rows, I, I}, act, E, d_offsets), "flow 2 GEMM");
   float* d_amax;
   CHECK_CUDA(cudaMalloc(&d_amax, 4));
   check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, rows, I, I}, d_amax, S), "amax");
   float S_host = 0;
   CHECK_CUDA(cudaMemcpy(&S_host, S, 4, cudaMemcpyDeviceToHost));
 
-  l1_gemm::moe::grouped_output<start_t> out{packed, I / 2, scales, host_layout};
+  fp4fuse::gemm::moe::grouped_output<start_t> out{packed, I / 2, scales, host_layout};
   out.layout.expert_offsets = d_offsets;
-  const l1_gemm::moe::global_scales gs{S, false};
-  check_result(l1_gemm::moe::run_fused(in, out, gs, act), "flow 3 (fused grouped L1)");
+  const fp4fuse::gemm::moe::global_scales gs{S, false};
+  check_result(fp4fuse::gemm::moe::run_fused(in, out, gs, act), "flow 3 (fused grouped L1)");
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<std::uint8_t> got_packed(std::size_t(rows) * I / 2), got_scales(static_cast<std::size_t>(host_layout.size_bytes()));
   CHECK_CUDA(cudaMemcpy(got_packed.data(), packed, got_packed.size(), cudaMemcpyDeviceToHost));
@@ -191,11 +191,11 @@ int run(const options& o, const Activation& act) {
 
   // Times: the fused kernel; the grouped BF16 GEMM followed by the standalone kernel (dense scales).
   const fp4fuse::matrix_view<__nv_bfloat16> gu{gate_up, rows, N, N};
-  const fp4fuse::quantized_matrix<l1_gemm::format, l1_gemm::layout> dense_out{packed, I / 2, dense_scales, dense_layout};
-  const double t3 = time_us(o.reps, [&] { check_result(l1_gemm::moe::run_fused(in, out, gs, act), "flow 3"); });
+  const fp4fuse::quantized_matrix<fp4fuse::gemm::moe::format, fp4fuse::gemm::moe::layout> dense_out{packed, I / 2, dense_scales, dense_layout};
+  const double t3 = time_us(o.reps, [&] { check_result(fp4fuse::gemm::moe::run_fused(in, out, gs, act), "flow 3"); });
   const double t1 = time_us(o.reps, [&] {
-    check_result(l1_gemm::moe::run_bf16(in, gu, E, d_offsets), "flow 1 GEMM");
-    check_result(fp4fuse::swiglu_quantize<l1_gemm::gate_up>(gu, act, dense_out, S), "flow 1 swiglu_quantize");
+    check_result(fp4fuse::gemm::moe::run_bf16(in, gu, E, d_offsets), "flow 1 GEMM");
+    check_result(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S), "flow 1 swiglu_quantize");
   });
   const double nvfp4_bytes = double(rows) * I / 2 + double(host_layout.size_bytes());
   std::printf("\n| flow | time us | bytes written | codes differing from float64 | rel. RMS error (reference's own) | scale padding 0x00 |\n");

@@ -6,7 +6,7 @@ B=${1:?BIN}; O=${2:?OLD_BIN (bench_gemm_old, bench_moe_old: the binaries before 
 cd "$(dirname "$0")/.."
 mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-STEP_LIMIT=200 bash scripts/gpu_check.sh $B $L test:examples_l1_gemm test:examples_moe_l1 test:epilogue_row test:epilogue_swiglu_quantize \
+STEP_LIMIT=200 bash scripts/gpu_check.sh $B $L test:gemm_dense test:gemm_grouped test:epilogue_row test:epilogue_swiglu_quantize \
   test:epilogue_host_twin test:epilogue_scale_padding test:kernels_quantize test:kernels_swiglu_quantize test:activation \
   test:detail_kernel_support test:arch_mismatch test:kernels_amax > $L/summary_tests.txt 2>&1
 san=()

@@ -12,7 +12,7 @@
  * - Activations use the library's default parameters (clamped: alpha 1.702, limit 7).
  *
  * Row form (one thread's gate/up values -> whole quantized blocks, no data exchanged between
- * threads), fp4fuse::swiglu_quantize_row with intermediate::fp32:
+ * threads), fp4fuse::row_epilogue (sink::hand_back) with intermediate::fp32:
  *   fp4fuse_row_<act>_<format>_<recipe>_i8_o<Out>(acc[2 Out], bias, bias_count, [S,] packed[Out/8], scales[Out/B], amax)
  *     gate/up interleaved by 8 in acc (gate_up::interleaved<8>), starting on a 16-column boundary.
  *   fp4fuse_row_<act>_<format>_<recipe>_sep_o<Out>(gate[Out], up[Out], gate_bias, up_bias, bias_count, [S,] packed, scales, amax)

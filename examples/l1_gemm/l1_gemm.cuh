@@ -9,14 +9,13 @@
 //   flow 3: SwiGLU -> NVFP4 in the GEMM epilogue: packed E2M1 [T, I/2] + 128x4-swizzled E4M3 scales
 //
 // All three quantize with the static global encode scale S in device memory (as serving engines
-// do with a calibrated activation scale) and TransformerEngine's recipe. Two GEMM engines: the
-// sm_90a TMA + wgmma kernel (gemm_sm90.cuh) and the portable mma.sync kernel (gemm_mma.cuh).
-#include <algorithm>
-#include <mutex>
+// do with a calibrated activation scale) and TransformerEngine's recipe, on the library's GEMM
+// engine (fp4fuse/gemm/: the sm_90a TMA + wgmma kernels or the portable mma.sync kernel).
 #include <type_traits>
 
-#include "gemm_mma.cuh"
-#include "gemm_sm90.cuh"
+#include <fp4fuse/fp4fuse.cuh>
+#include <fp4fuse/gemm/dense.cuh>
+#include <fp4fuse/gemm/epilogues.cuh>
 
 namespace l1_gemm {
 
@@ -24,13 +23,16 @@ using format = fp4fuse::format::nvfp4<>;
 using layout = fp4fuse::scale_layout::swizzled_128x4;
 using gate_up = fp4fuse::gate_up::interleaved<8>;
 
-/// Which GEMM kernel runs: `automatic` takes wgmma on an sm_90 device when this binary has an
-/// sm_90a image, mma.sync otherwise.
-enum class engine { automatic, wgmma, mma_sync };
-
-inline const char* engine_name(engine e) {
-  return e == engine::wgmma ? "wgmma (sm_90a, TMA, persistent)" : e == engine::mma_sync ? "mma.sync (portable)" : "automatic";
-}
+using fp4fuse::gemm::engine;
+using fp4fuse::gemm::engine_name;
+using fp4fuse::gemm::gemm;
+using fp4fuse::gemm::index_t;
+using fp4fuse::gemm::resolve;
+using fp4fuse::gemm::store_bf16;
+using fp4fuse::gemm::swiglu_bf16;
+using fp4fuse::gemm::swiglu_nvfp4;
+using fp4fuse::gemm::with_bias;
+namespace sm90 = fp4fuse::gemm::sm90;
 
 /// The three flows, as compile-time tags.
 namespace flow {
@@ -60,98 +62,6 @@ struct problem {
   std::uint8_t* scales = nullptr;    ///< layout{T, I / 16}.size_bytes() bytes, padding written as 0x00
   const float* global_encode_scale = nullptr;  ///< S, device memory
 };
-
-namespace detail {
-
-inline fp4fuse::result validate_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K) {
-  using fp4fuse::status;
-  if (x == nullptr || w == nullptr) return {status::null_pointer};
-  if (!fp4fuse::detail::is_aligned(x, 16) || !fp4fuse::detail::is_aligned(w, 16)) return {status::misaligned_pointer};
-  if (M < 1 || N < 8 || K < 8) return {status::bad_shape};
-  if (K % 8 != 0 || N % 8 != 0) return {status::not_multiple_of_block};  // 16-byte rows for TMA and vector loads
-  // The kernels' tile and unit counts are int: keep M, N, K and (tiles x splits) well inside it.
-  constexpr int limit = 1 << 30;
-  if (M > limit || N > limit || K > limit) return {status::bad_shape};
-  if (static_cast<std::int64_t>(M / 128 + 1) * (N / 128 + 1) * 16 > limit) return {status::bad_shape};
-  return {};
-}
-
-/// Writes 1 from an sm_90a image, 0 from any other: whether this build's image for the current
-/// device has the wgmma path (an sm_90 image without `a` compiles it to a trap).
-template <int = 0>
-__global__ void sm90a_image_probe(int* has_wgmma) {
-  *has_wgmma = FP4FUSE_ARCH_IS_SM90A;
-}
-
-/// True when the wgmma kernel can run here: an sm_90 device and an sm_90a image in this build.
-/// The first call per device launches a one-thread probe on a private stream and waits for it, in
-/// relaxed capture mode: a capture under way on another stream is neither joined nor broken. A
-/// definite answer is cached; a probe that fails for another reason (out of memory, say) answers
-/// false this time and runs again on the next call.
-inline bool wgmma_runs_here() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  if (major != 9 || minor != 0 || device < 0 || device >= 64) return false;
-  enum : int { unknown, yes, no };
-  static int cached[64] = {};
-  static std::mutex mutex;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (cached[device] != unknown) return cached[device] == yes;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  int answer = unknown;
-  cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess) {
-    int* flag = nullptr;
-    if (cudaMallocAsync(&flag, sizeof(int), stream) == cudaSuccess) {
-      sm90a_image_probe<<<1, 1, 0, stream>>>(flag);
-      const cudaError_t launched = cudaGetLastError();
-      int has = 0;
-      if (launched == cudaSuccess) {
-        if (cudaMemcpyAsync(&has, flag, sizeof has, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-            cudaStreamSynchronize(stream) == cudaSuccess) {
-          answer = has == 1 ? yes : no;
-        }
-      } else if (launched == cudaErrorNoKernelImageForDevice || launched == cudaErrorInvalidDeviceFunction) {
-        answer = no;  // no image for this device at all
-      }
-      (void)cudaFreeAsync(flag, stream);
-    }
-    (void)cudaStreamSynchronize(stream);
-    (void)cudaStreamDestroy(stream);
-  }
-  (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  if (answer != unknown) cached[device] = answer;
-  return answer == yes;
-}
-
-}  // namespace detail
-
-/// The engine `e` resolves to on the current device.
-inline engine resolve(engine e) {
-  if (e != engine::automatic) return e;
-  return detail::wgmma_runs_here() ? engine::wgmma : engine::mma_sync;
-}
-
-/// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi`. Errors: null/misaligned pointers, shapes,
-/// `unsupported_architecture` (wgmma asked for where it cannot run). Nothing is launched on error.
-/// `force_plan` (wgmma only) replaces the automatic choice of tile width and K split;
-/// `workspace` (wgmma only) is the caller's split-K workspace (sm90/workspace.cuh).
-template <class Epilogue>
-fp4fuse::result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi, engine e,
-                     cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr,
-                     const sm90::workspace* workspace = nullptr) {
-  if (const fp4fuse::result v = detail::validate_gemm(x, w, M, N, K); !v) return v;
-  if (const fp4fuse::result v = sm90::validate_plan(force_plan); !v) return v;
-  const bool wgmma_here = e != engine::mma_sync && detail::wgmma_runs_here();
-  if (e == engine::wgmma && !wgmma_here) return {fp4fuse::status::unsupported_architecture};
-  return wgmma_here ? sm90::launch(x, w, M, N, K, epi, stream, force_plan, workspace) : mma::launch(x, w, M, N, K, epi, stream);
-}
 
 namespace detail {
 

@@ -1,9 +1,10 @@
-// A program outside fp4fuse's tree that uses it the way a consumer would: one include of the
-// umbrella header, host calls, and a kernel compiled for sm_90a. tests/consumers/consumers.py
+// A program outside fp4fuse's tree that uses it the way a consumer would: the umbrella header and
+// the GEMM engine's (fp4fuse/gemm/), host calls, and a kernel compiled for sm_90a. tests/consumers/consumers.py
 // builds it against an installed tree (pkg-config, CMake), a Meson subproject and a plain copy.
 //
 //   consumer LABEL     prints what it computed; exit 0 when every value is as expected
 #include <fp4fuse/fp4fuse.cuh>
+#include <fp4fuse/gemm/dense.cuh>
 
 #include <cuda_runtime.h>
 
@@ -46,6 +47,17 @@ int main(int argc, char** argv) {
 
   std::printf("%s: fp4fuse %s, e2m1(-3.2) = 0x%X, NVFP4 scale 0x%02X, packed 0x%08X%08X, y[3] = %g\n", label,
               FP4FUSE_VERSION_STRING, nibble, static_cast<unsigned>(b.scale), b.packed[1], b.packed[0], y[3]);
+
+  // The GEMM engine's host side: plans, the dispatch table's instances, a forced plan refused with
+  // a sentence (none of these instantiate a kernel).
+  const fp4fuse::gemm::sm90::launch_plan dense = fp4fuse::gemm::sm90::plan(4096, 4096, 7168, 132);
+  check(dense.pingpong == 1 && dense.block_n == 128, "the dense plan at T = 4096 is the 128 x 128 ping-pong");
+  check(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(32768, 256)), "the grouped plan names a kernel");
+  const fp4fuse::gemm::sm90::launch_plan bad{96, 1, 0};
+  const fp4fuse::result refused = fp4fuse::gemm::sm90::validate_plan(&bad);
+  check(!refused && std::strstr(refused.message(), "no dense kernel has 128 x 96") != nullptr, "a 128 x 96 plan is refused with a sentence");
+  std::printf("%s: gemm plan %dx%d %s; refusal: %s\n", label, dense.block_m, dense.block_n, dense.pingpong == 1 ? "ping-pong" : "cooperative",
+              refused.message());
 
   // The device path where the sm_90a image can run; a machine without that GPU skips it.
   int devices = 0;

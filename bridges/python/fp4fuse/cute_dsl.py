@@ -216,7 +216,7 @@ def quantize_block(x, packed, scale, *, recipe="te_exact", S=None):
 
 def swiglu_quantize_row(gate_up, packed, scales, amax, *, out, up=None, activation="swiglu", recipe="te_exact", S=None,
                         bias=None, up_bias=None, bias_count=0):
-    """The fused row form (`fp4fuse::swiglu_quantize_row`): `out` output columns (NVFP4: 16 or 32,
+    """The fused row form (`fp4fuse::row_epilogue` with `sink::hand_back`): `out` output columns (NVFP4: 16 or 32,
     MXFP4: 32 or 64) from one thread's gate/up values -> whole quantized blocks and the amax partial.
     `up=None`: `gate_up` holds 2*out values interleaved by 8; else `gate_up` is the gate and `up` the
     up values (out each). Bias pointers are optional (None: no bias; read below bias_count only)."""

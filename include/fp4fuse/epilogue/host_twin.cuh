@@ -20,7 +20,9 @@
 /// `__host__ __device__`). Bit-identical to the device forms for every recipe whose scale is
 /// (te_exact, MXFP4; vllm's multiplier may differ by its `rcp.approx`, see nvfp4.cuh). Tests:
 /// tests/epilogue/host_twin.cu (against the host block_codec), and on the GPU
-/// tests/examples/l1_gemm.cu (the example's fused kernels against the twin).
+/// tests/gemm/dense.cu (the example's fused kernels against the twin).
+#include <cuda_bf16.h>
+
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 

@@ -1,6 +1,7 @@
 #pragma once
-// The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance with a
-// schedule, and the dispatch of a plan to its instance with its split-K workspace.
+// The host side of the sm_90a GEMM: tensor maps, the launch of one kernel instance (a row of a
+// kernel_list, plan.cuh) with a schedule, and the dense GEMM's dispatch of a plan to its instance
+// with its split-K workspace (the grouped GEMM's: grouped_launch.cuh, through the same table).
 #include <cuda/cmath>
 #include <cuda.h>          // CUtensorMap (types only: the driver entry point is fetched at run time)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
@@ -11,14 +12,15 @@
 #include <cstdlib>
 #include <mutex>
 
-#include <fp4fuse/fp4fuse.cuh>
+#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/status.hpp"
 
-#include "kernels.cuh"
-#include "plan.cuh"
-#include "schedule.cuh"
-#include "workspace.cuh"
+#include "fp4fuse/gemm/sm90/kernels.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/sm90/workspace.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 
 /// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle.
 inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
@@ -43,19 +45,22 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/// Launches one of the two kernels with schedule `Schedule` (schedule.cuh): tensor maps,
-/// shared-memory size, cluster shape, a persistent grid of at most the resident CTAs. `units`:
-/// the schedule's units, or an upper bound where they depend on data (the grid's size only).
-template <int BlockM, int BlockN, int Cluster, bool Pingpong, class Schedule, class Epilogue, int InFlight = 2>
-fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm,
-                             const typename Schedule::arguments& sched_args, int units, int device, int sms,
-                             const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows = 0) {
+/// Launches the kernel instance `Shape` (tile_shape, plan.cuh) with schedule `Schedule`
+/// (schedule.cuh): tensor maps whose boxes are what each CTA's producer loads (half of the shared
+/// operand's tile in a cluster), shared-memory size, cluster shape, a persistent grid of at most the
+/// resident CTAs. `units`: the schedule's units, or an upper bound where they depend on data (the
+/// grid's size only).
+template <class Shape, class Schedule, class Epilogue>
+result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, const typename Schedule::arguments& sched_args, int units,
+                    int device, int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows = 0) {
+  constexpr int BlockM = Shape::m, BlockN = Shape::n, Cluster = Shape::cluster;
+  constexpr bool Pingpong = Shape::pingpong, AlongN = Shape::along_n;
   using cfg = config<BlockN, BlockM>;
   auto* kernel = [] {
     if constexpr (Pingpong) {
-      return &gemm_pingpong_kernel<Cluster, InFlight, Schedule, Epilogue>;
+      return &gemm_pingpong_kernel<Cluster, Shape::in_flight, Schedule, Epilogue, AlongN>;
     } else {
-      return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue>;
+      return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>;
     }
   }();
   cudaLaunchConfig_t launch{};
@@ -73,47 +78,40 @@ fp4fuse::result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, par
   // starts without it); the image check and the number of clusters resident at once (the grid of
   // every later launch) once per kernel and device, cached only when they succeed.
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
-  if (device < 0 || device >= 64) return fp4fuse::detail::cuda_failure(cudaErrorInvalidDevice, "l1_gemm::sm90::launch");
+  if (device < 0 || device >= 64) return fp4fuse::gemm::detail::cuda_failure(cudaErrorInvalidDevice, "fp4fuse::gemm::sm90::launch");
   int resident = resident_per_device[device].load(std::memory_order_relaxed);
   if (resident == 0) {
-    if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
+    if (const result image = fp4fuse::gemm::detail::check_kernel_image(kernel); !image) return image;
   }
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   if (resident == 0) {
     resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
     if constexpr (Cluster > 1) {
       launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
-      if (resident < 1) return fp4fuse::detail::cuda_failure(cudaErrorInvalidConfiguration, "l1_gemm::sm90::launch");
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+      if (resident < 1) return fp4fuse::gemm::detail::cuda_failure(cudaErrorInvalidConfiguration, "fp4fuse::gemm::sm90::launch");
     }
     resident_per_device[device].store(resident, std::memory_order_relaxed);
   }
   CUtensorMap tma_x{}, tma_w{};
-  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), BlockM);
+  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), AlongN ? BlockM / Cluster : BlockM);
   if (err == cudaSuccess) {
     // W's rows: N, or for a grouped launch every group's N (w_rows).
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
-                          BlockN / Cluster);
+                          AlongN ? BlockN : BlockN / Cluster);
   }
-  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
-  if (std::getenv("L1_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d: %d units on %u CTAs (%d clusters resident)\n",
-                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, units,
-                 launch.gridDim.x, resident);
+  if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s: %d units on %u CTAs (%d clusters resident)\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, AlongN ? " along N" : "",
+                 units, launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
-  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
-  return fp4fuse::detail::launch_result();
+  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  return fp4fuse::gemm::detail::launch_result();
 }
-
-/// A kernel instance's tile and schedule as a type, for `launch`'s dispatch.
-template <int M, int N, bool Pingpong = false, int InFlight = 2>
-struct tile_shape {
-  static constexpr int m = M, n = N, in_flight = InFlight;
-  static constexpr bool pingpong = Pingpong;
-};
 
 /// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
 /// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
@@ -122,12 +120,12 @@ struct tile_shape {
 /// stream; a launch that splits K while `stream` is being captured needs the caller's (the kept
 /// one may be freed when it grows, and a graph would keep its address), and is refused without.
 template <class Epilogue>
-fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
+result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream, const launch_plan* force = nullptr, const workspace* ws = nullptr) {
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
@@ -137,47 +135,40 @@ fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, in
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   const int u = lp.units;
   const dense_schedule::arguments dense{};
+  const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
   const auto run = [&] {
-    // Every (tile, schedule) exists for clusters of 1 and 2; `clustered` picks the instance.
-    const auto clustered = [&](auto tile) {
-      using shape = decltype(tile);
-      return lp.cluster == 2 ? launch_tiles<shape::m, shape::n, 2, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
-                                   x, w, prm, dense, u, device, sms, epi, stream)
-                             : launch_tiles<shape::m, shape::n, 1, shape::pingpong, dense_schedule, Epilogue, shape::in_flight>(
-                                   x, w, prm, dense, u, device, sms, epi, stream);
-    };
-    if (lp.pingpong == 1) {
-      return lp.in_flight == 1 ? clustered(tile_shape<128, 128, true, 1>{}) : clustered(tile_shape<128, 128, true, 2>{});
-    }
-    if (lp.block_m == 64) {
-      return lp.block_n == 256   ? clustered(tile_shape<64, 256>{})
-             : lp.block_n == 128 ? clustered(tile_shape<64, 128>{})
-             : lp.block_n == 64 ? clustered(tile_shape<64, 64>{})
-                                : clustered(tile_shape<64, 32>{});
-    }
-    return lp.block_n == 256   ? clustered(tile_shape<128, 256>{})
-           : lp.block_n == 192 ? clustered(tile_shape<128, 192>{})
-                               : clustered(tile_shape<128, 128>{});
+    return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
+      return launch_tiles<decltype(shape), dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
+    });
   };
   if (lp.splits == 1) return run();
   const workspace_size need = workspace::size_for(lp, M, N, K);
   if (ws != nullptr) {
-    if (ws->partials == nullptr || ws->counters == nullptr) return {fp4fuse::status::null_pointer};
-    if (!ws->holds(need)) return {fp4fuse::status::bad_shape};  // too small for this problem's plan
+    if (ws->partials == nullptr || ws->counters == nullptr) {
+      return result::with(status::null_pointer, "fp4fuse::gemm::sm90::launch: the workspace's partials or counters are null");
+    }
+    if (!ws->holds(need)) {
+      return result::with(status::bad_shape,
+                          "fp4fuse::gemm::sm90::launch: the workspace holds %zu partial floats and %zu counters; this problem's plan needs %zu and %zu",
+                          ws->partial_floats, ws->counter_count, need.partial_floats, need.counter_count);
+    }
     prm.partials = ws->partials;
     prm.counters = ws->counters;
     return run();
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90::launch");
-  if (capture != cudaStreamCaptureStatusNone) return fp4fuse::detail::cuda_failure(cudaErrorStreamCaptureUnsupported, "l1_gemm::sm90::launch");
+  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if (capture != cudaStreamCaptureStatusNone) {
+    return fp4fuse::gemm::detail::cuda_failure(cudaErrorStreamCaptureUnsupported,
+                                               "fp4fuse::gemm::sm90::launch (a K split under stream capture needs the caller's workspace)");
+  }
   detail::stream_workspace* kept = nullptr;
-  if (const fp4fuse::result r = detail::cached_workspace(device, stream, &kept); !r) return r;
+  if (const result r = detail::cached_workspace(device, stream, &kept); !r) return r;
   const std::lock_guard<std::mutex> lock(kept->mutex);  // until the kernel is queued
-  if (const fp4fuse::result r = detail::reserve_workspace(kept->ws, need, stream); !r) return r;
+  if (const result r = detail::reserve_workspace(kept->ws, need, stream); !r) return r;
   prm.partials = kept->ws.partials;
   prm.counters = kept->ws.counters;
   return run();
 }
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -5,10 +5,10 @@
 
 #include <cuda/ptx>
 
-#include "plan.cuh"
-#include "ptx.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/ptx.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 namespace detail {
 
 /// The shared-memory ring of a kernel with tiles of config Cfg, aligned to the 128-byte swizzle's
@@ -61,12 +61,15 @@ __device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empt
 
 /// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
 /// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
-/// each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets).
-template <class Cfg, int Cluster, class Schedule>
+/// along M each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets);
+/// along N (AlongN) half of the X tile. The tensor maps' boxes are the halves the producer loads
+/// (launch.cuh).
+template <class Cfg, int Cluster, bool AlongN = false, class Schedule>
 __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
                                         const Schedule& sched) {
   using cfg = Cfg;
   constexpr int BlockN = cfg::block_n;
+  static_assert(!AlongN || Cluster == 2, "produce: a cluster along N has 2 CTAs");
   int stage = 0;
   std::uint32_t phase = 0;
   for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
@@ -75,10 +78,18 @@ __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& t
       wait_parity(&r.empty[stage], phase ^ 1);
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                            &r.full[stage], cfg::stage_bytes);
-      const std::int32_t xc[2] = {k * block_k, u.a_row};
-      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
-                                      &tma_x, xc, &r.full[stage]);
-      if constexpr (Cluster == 1) {
+      if constexpr (Cluster == 1 || !AlongN) {
+        const std::int32_t xc[2] = {k * block_k, u.a_row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
+                                        &tma_x, xc, &r.full[stage]);
+      } else {
+        constexpr int half_rows = cfg::rows / 2;
+        const std::int32_t xc[2] = {k * block_k, u.a_row + sched.rank * half_rows};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                        r.a + stage * cfg::a_stage_bytes + sched.rank * half_rows * 128, &tma_x, xc,
+                                        &r.full[stage], static_cast<std::uint16_t>(0x3));
+      }
+      if constexpr (Cluster == 1 || AlongN) {
         const std::int32_t wc[2] = {k * block_k, u.b_row};
         cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
                                         &tma_w, wc, &r.full[stage]);
@@ -109,4 +120,4 @@ __device__ __forceinline__ void release_slot(std::uint64_t* empty_slot) {
 
 }  // namespace detail
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -14,10 +14,10 @@
 #include <cub/block/block_scan.cuh>
 #include <cuda/ptx>
 
-#include "plan.cuh"
-#include "schedule.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/schedule.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 
 /// Groups a grouped launch can have: the scan keeps three int32 per group in shared memory.
 constexpr int max_groups = 1024;
@@ -38,22 +38,40 @@ __host__ __device__ inline int group_of_unit(const std::int32_t* first_unit_row,
 
 }  // namespace detail
 
-/// The grouped schedule. `arguments`: the device array of group offsets and the group count.
-struct grouped_schedule {
-  struct arguments {
-    const std::int32_t* offsets;  ///< [groups + 1], device memory: group g owns rows [offsets[g], offsets[g + 1])
-    int groups;                   ///< 1 .. max_groups
-  };
+/// What the host passes to the grouped schedule: the device array of group offsets and the group
+/// count (one type for every BandRows, so that launchers build it once).
+struct grouped_arguments {
+  const std::int32_t* offsets;  ///< [groups + 1], device memory: group g owns rows [offsets[g], offsets[g + 1])
+  int groups;                   ///< 1 .. max_groups
+};
 
-  template <class Cfg, int Cluster>
+/// The grouped schedule. BandRows > 0: each unit also says where its group starts in a
+/// concatenation of the groups each rounded up to BandRows rows (`work_unit::group_band_row0`, the
+/// prefix sum an output laid out in bands needs, such as the grouped NVFP4 scales; the schedule
+/// knows nothing of what the bands hold); 0: no bands (the field is 0).
+template <int BandRows = 0>
+struct grouped_schedule {
+  static_assert(BandRows >= 0, "grouped_schedule: BandRows >= 0");
+  static constexpr int band_rows = BandRows;  ///< the bands' rows (0: none)
+  using arguments = grouped_arguments;       ///< what the host passes
+
+  /// The schedule of one CTA (schedule.cuh's concept).
+  template <class Cfg, int Cluster, bool AlongN = false>
   struct cta {
-    int tiles_n, k_iters, units, first, stride, rank, groups, n_cols;
+    int tiles_n;  ///< column units per group (column blocks, or pairs of them along N)
+    int k_iters;  ///< K blocks of a tile
+    int units;    ///< the launch's units (every group's)
+    int first;    ///< this CTA's (cluster's) first unit
+    int stride;   ///< units between this CTA's consecutive ones
+    int rank;     ///< the CTA's rank in its cluster
+    int groups;   ///< the group count
+    int n_cols;   ///< N, W's rows per group
     const std::int32_t* row0;            ///< shared: offsets[g]
     const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
-    const std::int32_t* padded_row0;     ///< shared: sum over i < g of round_up(rows_i, 128)
+    const std::int32_t* band_row0;       ///< shared: sum over i < g of round_up(rows_i, BandRows)
 
     /// All 384 threads: each reads up to three groups' offsets, one block-wide scan gives every
-    /// group's first unit row and its first row in a concatenation padded to 128-row bands. A
+    /// group's first unit row and (BandRows > 0) its first row in the banded concatenation. A
     /// routing that is not a prefix sum within [0, M] (decreasing offsets, or beyond the X rows)
     /// traps: the output would be wrong, and no status can be returned from a kernel.
     __device__ cta(const params& prm, const arguments& args, int /*splits: grouped launches do not split K*/) {
@@ -64,8 +82,8 @@ struct grouped_schedule {
                     "grouped_schedule: the group scan and the ring must fit in a CTA's shared memory (lower max_groups)");
       constexpr int per_thread = (max_groups + threads) / threads;  // covers index `groups` too
       groups = args.groups;
-      // Per group: unit rows in the low word, 128-padded rows in the high word (both sums stay
-      // below 2^31: the launcher bounds M and the group count).
+      // Per group: unit rows in the low word, banded rows in the high word (both sums stay below
+      // 2^31: the launcher bounds M and the group count).
       unsigned long long mine[per_thread], sum = 0;
       const int base = static_cast<int>(threadIdx.x) * per_thread;
 #pragma unroll
@@ -80,8 +98,8 @@ struct grouped_schedule {
             if (begin < 0 || end < begin || end > prm.M) __trap();  // not a routing of M rows
             const int rows = end - begin;
             const int tiles_m = cuda::ceil_div(rows, Cfg::rows);
-            const unsigned long long unit_rows = static_cast<unsigned>(cuda::ceil_div(tiles_m, Cluster));
-            const unsigned long long padded = static_cast<unsigned>(cuda::round_up(rows, 128));
+            const unsigned long long unit_rows = static_cast<unsigned>(cuda::ceil_div(tiles_m, AlongN ? 1 : Cluster));
+            const unsigned long long padded = BandRows > 0 ? static_cast<unsigned>(cuda::round_up(rows, BandRows > 0 ? BandRows : 1)) : 0u;
             mine[i] = unit_rows | (padded << 32);
           }
         }
@@ -101,9 +119,9 @@ struct grouped_schedule {
       __syncthreads();
       row0 = s_row0;
       first_unit_row = s_unit;
-      padded_row0 = s_padded;
+      band_row0 = s_padded;
       n_cols = prm.N;
-      tiles_n = cuda::ceil_div(prm.N, Cfg::block_n);
+      tiles_n = cuda::ceil_div(cuda::ceil_div(prm.N, Cfg::block_n), AlongN ? Cluster : 1);
       k_iters = cuda::ceil_div(prm.K, block_k);
       units = s_unit[groups] * tiles_n;
       first = static_cast<int>(blockIdx.x) / Cluster;
@@ -112,24 +130,34 @@ struct grouped_schedule {
     }
 
     /// Unit `unit`: its group by binary search over the shared prefix sums, then the dense raster
-    /// within the group; with clusters a unit is a pair of the group's row blocks, CTA `rank`
-    /// taking 2 * pair + rank (beyond the group's rows for an odd last one: its epilogue writes
-    /// only the group's padding there).
+    /// within the group; with clusters along M a unit is a pair of the group's row blocks, CTA
+    /// `rank` taking 2 * pair + rank (beyond the group's rows for an odd last one: its epilogue
+    /// writes only the group's padding there); along N a pair of column blocks.
     __device__ work_unit at(int unit) const {
       const int g = detail::group_of_unit(first_unit_row, groups, tiles_n, unit);
       const int unit_rows = first_unit_row[g + 1] - first_unit_row[g];
       work_unit u = detail::unit_at(unit - first_unit_row[g] * tiles_n, unit_rows, tiles_n, 1, k_iters);
       u.tile = unit;  // no split-K workspace in grouped launches
-      u.m_blk = u.m_blk * Cluster + rank;
+      detail::place_in_cluster<Cluster, AlongN>(u, rank);
       u.a_row = row0[g] + u.m_blk * Cfg::rows;
       u.b_row = g * n_cols + u.n_blk * Cfg::block_n;
       u.group = g;
       u.group_row0 = row0[g];
       u.group_rows = row0[g + 1] - row0[g];
-      u.group_padded_row0 = padded_row0[g];
+      u.group_band_row0 = band_row0[g];
       return u;
+    }
+
+    /// Grouped launches do not split K (prm.splits is 1): every consumer runs its epilogue. The
+    /// same fixup as the dense schedule's: without that code in the kernel the compiler keeps the
+    /// cooperative kernel's ring descriptors in vector registers (12 more instructions per K step
+    /// of 64 x 256 tiles, SASS compared).
+    template <int Registers>
+    __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+                                          int thread, int* flags) const {
+      return detail::split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
     }
   };
 };
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -1,6 +1,8 @@
 #pragma once
-// The three epilogues of the MoE layer's first GEMM (plus the plain BF16 store they share), as
-// functors that both reference GEMMs (gemm_sm90.cuh: wgmma; gemm_mma.cuh: mma.sync) call.
+/// \file epilogues.cuh
+/// The GEMM engine's dense epilogue bindings: the three epilogues of the MoE layer's first GEMM
+/// (plus the plain BF16 store they share), as functors that both engines (sm90.cuh: wgmma;
+/// mma_sync.cuh: mma.sync) call. The one place the engine calls the library's fused-epilogue API.
 //
 // Interface: `warp(acc, row0, col0)` with one warp's m16n8 fragments `float acc[Tiles][4]`
 // (`fp4fuse::mma_m16n8_f32_fragment`), the warp tile's first output row and first gate/up
@@ -19,17 +21,10 @@
 #include <type_traits>
 #include <utility>
 
-#include <fp4fuse/fp4fuse.cuh>
+#include "fp4fuse/fp4fuse.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 
-namespace l1_gemm {
-
-using index_t = std::int64_t;
-
-/// The GEMM's tile grid as `padding_beyond` sees it, in output rows and gate/up columns: tiles of
-/// tile_rows x tile_cols, together covering [0, covered_rows) x [0, covered_cols).
-struct tile_grid {
-  index_t tile_rows, tile_cols, covered_rows, covered_cols;
-};
+namespace fp4fuse::gemm {
 
 /// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
 template <class Epilogue, int Registers>
@@ -41,8 +36,9 @@ __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const fl
 
 /// Flow 1 (and the plain GEMM): D as BF16 [M, N].
 struct store_bf16 {
-  fp4fuse::matrix_view<__nv_bfloat16> out;
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -59,20 +55,23 @@ struct store_bf16 {
       }
     }
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// Flow 2: the compact SwiGLU output act(gate) * up as BF16 [M, I] (I = N / 2).
 template <class Activation>
 struct swiglu_bf16 {
-  fp4fuse::matrix_view<__nv_bfloat16> out;
-  Activation act;
+  fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [M, N / 2]
+  Activation act;                           ///< the activation of gate (fp4fuse::activation)
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -90,31 +89,39 @@ struct swiglu_bf16 {
       }
     }
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
+  /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}  // no padding
+  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
 /// The global encode scale is static (calibrated), read from device memory as serving engines do.
 template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
 struct swiglu_nvfp4 {
-  using format = fp4fuse::format::nvfp4<Recipe>;
-  using gate_up = fp4fuse::gate_up::interleaved<8>;
-  fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;
-  const float* global_encode_scale;
-  Activation act;
+  using format = fp4fuse::format::nvfp4<Recipe>;   ///< NVFP4 with `Recipe`
+  using gate_up = fp4fuse::gate_up::interleaved<8>;  ///< W's gate/up rows interleaved by 8
+  fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;  ///< packed [M, N / 4] bytes and 128x4 scales
+  const float* global_encode_scale;  ///< S, device memory
+  Activation act;                    ///< the activation of gate
+  /// The scales' padding granule in output rows and gate/up columns (128 x 4 scale blocks).
+  static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;  ///< 128 rows
+  /// 4 scale columns of 32 gate/up columns each.
+  static constexpr index_t padding_cols = fp4fuse::scale_layout::swizzled_128x4::col_tile * 2 * format::block_size;
 
   using operation = fp4fuse::fused_epilogue<format, fp4fuse::sink::direct<format, fp4fuse::scale_layout::swizzled_128x4>, Activation, gate_up,
                                             fp4fuse::no_bias, fp4fuse::output_amax::none, Intermediate>;
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     fp4fuse::mma_epilogue(op(), acc, {row0, col0});
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
@@ -144,10 +151,14 @@ struct swiglu_nvfp4 {
 /// gate and up). The wgmma form goes through the per-warp form.
 template <class Inner>
 struct with_bias {
-  Inner inner;
+  Inner inner;        ///< the epilogue that sees acc + bias
   const float* bias;  ///< [cols], 8-byte aligned
   index_t cols;       ///< gate/up columns (2I)
+  /// The inner epilogue's padding granule (a bias changes no padding).
+  static constexpr index_t padding_rows = padding_granule<Inner>::rows;  ///< the inner epilogue's
+  static constexpr index_t padding_cols = padding_granule<Inner>::cols;  ///< the inner epilogue's
 
+  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
   __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     const int lane = static_cast<int>(threadIdx.x % 32);
@@ -164,6 +175,7 @@ struct with_bias {
     }
     inner.warp(biased, row0, col0);
   }
+  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
@@ -176,4 +188,4 @@ struct with_bias {
   }
 };
 
-}  // namespace l1_gemm
+}  // namespace fp4fuse::gemm

@@ -1,15 +1,18 @@
 #pragma once
-// How the sm_90a GEMM's kernels call an epilogue (epilogues.cuh): the optional members detected
-// (padding, prefetch, for_group), and the output's padding beyond a tile.
+// The sm_90a GEMM's epilogue collective: how the kernels call an epilogue (epilogues.cuh for the
+// dense bindings, grouped.cuh for the grouped ones): the optional members detected (padding,
+// prefetch, for_group, the padding granule, the group bands), the binding of a work unit's
+// epilogue, and the output's padding beyond a tile. The kernels know no output layout: what they
+// need of one is asked here.
 #include <cuda/cmath>
 #include <type_traits>
 #include <utility>
 
-#include "../epilogues.cuh"
-#include "plan.cuh"
-#include "schedule.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/schedule.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 namespace detail {
 
 /// True for epilogues with `padding_beyond<N>(grid, row0, col0)` (epilogues.cuh).
@@ -37,7 +40,7 @@ __device__ __forceinline__ void prefetch_epilogue(const Epilogue& epi) {
 
 /// True for epilogues with `for_group(const work_unit&)`: a grouped GEMM's epilogue, which
 /// returns the epilogue of the unit's group's output (its rows counted from the group's first:
-/// u.group, u.group_row0, u.group_rows, u.group_padded_row0 say which and where).
+/// u.group, u.group_row0, u.group_rows, u.group_band_row0 say which and where).
 template <class Epilogue, class = void>
 inline constexpr bool has_for_group = false;
 template <class Epilogue>
@@ -68,23 +71,37 @@ struct unit_epilogue_of<Epilogue, std::enable_if_t<has_for_group<Epilogue>>> {
 template <class Epilogue>
 using unit_epilogue = typename unit_epilogue_of<Epilogue>::type;
 
-/// The output's padding beyond the tile grid: the tiles cover round_up(M, Cluster * BlockM) rows
-/// (with clusters the peer CTA's tile covers the rows) x round_up(N, BlockN) columns, which can end
-/// short of the output's padded extent (64-row or 32-, 64- or 192-wide tiles against the NVFP4
-/// scales' padding); the epilogue's `padding_beyond` writes what the calling warpgroup's part of a
-/// last tile owns of it (the library's `write_scale_padding_beyond_grid`; the kernel knows no
-/// layout). (row0, col0): the calling warpgroup's part of the tile. In a grouped GEMM, M is the
-/// unit's group's rows (group_rows) and rows count from the group's first, as `epi`
-/// (epilogue_for's) takes them.
-template <class Cfg, int Cluster, class Epilogue>
+/// The output's padding beyond the tile grid: the tiles cover round_up(M, ClusterM * BlockM) rows
+/// (with clusters along M the peer CTA's tile covers the rows) x round_up(N, ClusterN * BlockN)
+/// columns, which can end short of the output's padded extent (64-row or 32-, 64- or 192-wide
+/// tiles against the NVFP4 scales' padding); the epilogue's `padding_beyond` writes what the
+/// calling warpgroup's part of a last tile owns of it (the library's
+/// `write_scale_padding_beyond_grid`; the kernel knows no layout). (row0, col0): the calling
+/// warpgroup's part of the tile. In a grouped GEMM, M is the unit's group's rows (group_rows) and
+/// rows count from the group's first, as `epi` (epilogue_for's) takes them.
+template <class Cfg, int Cluster, bool AlongN, class Epilogue>
 __device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const work_unit& u, const params& prm, index_t row0, index_t col0) {
   static_assert(has_padding<Epilogue, Cfg::consumer_n>,
                 "pad_beyond_tile: the epilogue needs padding_beyond<N>(grid, row0, col0) (an empty one if its output has no padding)");
-  const tile_grid grid{Cfg::rows, Cfg::block_n, cuda::round_up(static_cast<index_t>(u.group_rows), static_cast<index_t>(Cluster * Cfg::rows)),
-                       cuda::round_up(static_cast<index_t>(prm.N), static_cast<index_t>(Cfg::block_n))};
+  constexpr index_t cluster_m = AlongN ? 1 : Cluster, cluster_n = AlongN ? Cluster : 1;
+  const tile_grid grid{Cfg::rows, Cfg::block_n, cuda::round_up(static_cast<index_t>(u.group_rows), cluster_m * Cfg::rows),
+                       cuda::round_up(static_cast<index_t>(prm.N), cluster_n * Cfg::block_n)};
   epi.template padding_beyond<Cfg::consumer_n>(grid, row0, col0);
 }
 
+/// True when tiles of TileRows x TileCols cover the epilogue's padding: every padded extent is
+/// then a whole number of tiles, and the tiles' own epilogues write all of it.
+template <class Epilogue, int TileRows, int TileCols>
+inline constexpr bool tiles_cover_padding =
+    TileRows % gemm::padding_granule<Epilogue>::rows == 0 && TileCols % gemm::padding_granule<Epilogue>::cols == 0;
+
+/// The band rows a grouped epilogue needs of the schedule (`Epilogue::group_band_rows`, the rows
+/// its output rounds every group up to), 0 for one without.
+template <class Epilogue, class = void>
+inline constexpr int group_band_rows = 0;
+template <class Epilogue>
+inline constexpr int group_band_rows<Epilogue, std::void_t<decltype(Epilogue::group_band_rows)>> = Epilogue::group_band_rows;
+
 }  // namespace detail
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

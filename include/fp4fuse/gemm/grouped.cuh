@@ -1,6 +1,7 @@
 #pragma once
-// The MoE layer's L1 over all experts in one launch, on the same sm_90a GEMM engine as the dense
-// example (sm90/, with the grouped schedule of sm90/grouped_schedule.cuh):
+/// \file grouped.cuh
+/// The grouped (MoE) GEMM: the MoE layer's L1 over all experts in one launch, on the same sm_90a
+/// GEMM engine as the dense GEMM (sm90/, with the grouped schedule of sm90/grouped_schedule.cuh):
 //
 //   for every expert e:  D_e = X[offsets[e] : offsets[e+1], H] * W_e[2I, H]^T (+ bias_e)
 //
@@ -12,19 +13,24 @@
 // starts), every byte that is not a routed row's scale written 0x00. Flows 1 and 2 (BF16 out, then
 // the standalone kernel over all rows, dense scale layout) are there for comparison.
 //
-// A header to vendor with the rest of examples/l1_gemm/: it needs fp4fuse and an sm_90a target.
+// It needs an sm_90a target: the grouped kernels are wgmma kernels only.
 #include <cuda/cmath>
 
 #include <algorithm>
 #include <cstdio>
 #include <type_traits>
 
-#include "l1_gemm.cuh"
-#include "sm90/grouped_launch.cuh"
+#include "fp4fuse/gemm/dense.cuh"
+#include "fp4fuse/gemm/epilogues.cuh"
+#include "fp4fuse/gemm/sm90/grouped_launch.cuh"
 
-namespace l1_gemm::moe {
+namespace fp4fuse::gemm::moe {
 
 using fp4fuse::status;
+/// The grouped output's format: NVFP4 with TransformerEngine's recipe.
+using format = fp4fuse::format::nvfp4<>;
+/// One expert's scale layout (its band of the grouped layout).
+using layout = fp4fuse::scale_layout::swizzled_128x4;
 
 /// What the grouped GEMM reads. The experts and their offsets come with the output (its scale
 /// layout holds them), or, for the BF16 flows, as arguments.
@@ -37,25 +43,29 @@ struct inputs {
 /// The NVFP4 global encode scales: one for all experts (`per_expert` false, `scales[0]`) or one
 /// per expert (`scales[e]`), in device memory.
 struct global_scales {
-  const float* scales = nullptr;
-  bool per_expert = false;
+  const float* scales = nullptr;  ///< [1] or [E] in device memory
+  bool per_expert = false;        ///< one scale per expert (`scales[e]`), else `scales[0]` for all
 };
 
+/// The grouped output's scale layout, in either peer's convention for where an expert starts.
 template <class ExpertStart>
 using grouped_layout = fp4fuse::scale_layout::grouped_swizzled_128x4<ExpertStart>;
+/// The grouped output: packed E2M1 rows and the grouped scales.
 template <class ExpertStart>
 using grouped_output = fp4fuse::quantized_matrix<format, grouped_layout<ExpertStart>>;
 
-/// The grouped epilogues: each binds one expert's part of the output (its rows, its scale block,
-/// its global scale and bias) to the dense epilogue of epilogues.cuh (`for_group`, called by the
-/// kernels per work unit through `sm90::detail::epilogue_for`).
+/// The grouped epilogues (the epilogue collective's grouped bindings): each binds one expert's part
+/// of the output (its rows, its scale block, its global scale and bias) to the dense epilogue of
+/// epilogues.cuh (`for_group`, called by the kernels per work unit through
+/// `sm90::detail::epilogue_for`).
 namespace epilogue {
 
 /// Flow 1: BF16 gate/up [rows, 2I] (+ bias).
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
-  __device__ __forceinline__ l1_gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
+  /// The dense epilogue of unit `u`'s group's rows.
+  __device__ __forceinline__ fp4fuse::gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
   }
 };
@@ -64,9 +74,10 @@ struct store_bf16 {
 template <class Activation>
 struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, I]
-  Activation act;
-  const float* bias;
-  __device__ __forceinline__ l1_gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
+  Activation act;                           ///< the activation of gate
+  const float* bias;                        ///< [E, 2I] or null
+  /// The dense epilogue of unit `u`'s group's rows.
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act};
   }
 };
@@ -74,13 +85,16 @@ struct swiglu_bf16 {
 /// Flow 3: SwiGLU -> NVFP4 into the grouped layout.
 template <class ExpertStart, class Activation, class Intermediate = fp4fuse::intermediate::fp32>
 struct swiglu_nvfp4 {
-  grouped_output<ExpertStart> out;
-  global_scales scales;
-  Activation act;
-  const float* bias;
-  __device__ __forceinline__ l1_gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
+  grouped_output<ExpertStart> out;  ///< the grouped NVFP4 output
+  global_scales scales;             ///< S, one or per expert
+  Activation act;                   ///< the activation of gate
+  const float* bias;                ///< [E, 2I] or null
+  /// Each expert's scales start at a 128-row band (the schedule's `group_band_row0`).
+  static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
+  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S.
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
     using layout_t = grouped_layout<ExpertStart>;
-    const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_padded_row0);
+    const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_band_row0);
     const fp4fuse::quantized_matrix<format, layout> expert_out{out.packed + static_cast<index_t>(u.group_row0) * out.ld_packed,
                                                                out.ld_packed, out.scales + start * out.layout.padded_cols(),
                                                                layout{u.group_rows, out.layout.scale_cols}};
@@ -92,10 +106,15 @@ struct swiglu_nvfp4 {
 /// call. `Bias` is a compile-time choice (no bias, no cost).
 template <class Grouped, bool Bias>
 struct grouped {
-  Grouped g;
+  Grouped g;             ///< one of the three bindings above
   index_t gate_up_cols;  ///< 2I
+  /// The bands the schedule numbers groups in (sm90::detail::group_band_rows of the binding).
+  static constexpr int group_band_rows = sm90::detail::group_band_rows<Grouped>;
+  /// The dense epilogue `rows_of` binds.
   using dense = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>()));
-  using type = std::conditional_t<Bias, with_bias<dense>, dense>;
+  /// What `for_group` returns: `dense`, with the expert's bias where Bias.
+  using type = std::conditional_t<Bias, fp4fuse::gemm::with_bias<dense>, dense>;
+  /// The epilogue of unit `u`'s group (what the kernels call).
   __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
       return {g.rows_of(u), g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols};
@@ -120,7 +139,7 @@ struct expert_names {
 /// inputs, E and the offsets, the gate/up width N = 2I (`n_name` says which argument holds it),
 /// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
 /// this GPU runs the sm_90a kernels.
-inline void check_launch(fp4fuse::detail::checker& c, const inputs& in, index_t N, const char* n_name, int experts,
+inline void check_launch(fp4fuse::gemm::detail::checker& c, const inputs& in, index_t N, const char* n_name, int experts,
                          const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
@@ -146,7 +165,7 @@ inline void check_launch(fp4fuse::detail::checker& c, const inputs& in, index_t 
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
   if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
   if (c && in.x.rows > 0) {
-    c.require(l1_gemm::detail::wgmma_runs_here(), status::unsupported_architecture,
+    c.require(fp4fuse::gemm::detail::wgmma_runs_here(), status::unsupported_architecture,
               "needs an sm_90 GPU and an sm_90a image in this build (the grouped kernels are sm_90a)");
   }
 }
@@ -168,12 +187,12 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
 /// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
-/// nothing. The first call probes the GPU once (l1_gemm::detail::wgmma_runs_here: a private
+/// nothing. The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
 /// stream, outside any capture), so the call may be captured into a CUDA graph.
 template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::detail::checker c("l1_gemm::moe::run_fused");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_fused");
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
@@ -184,7 +203,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                        {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
-    return fp4fuse::detail::cuda_failure(err, "l1_gemm::moe::run_fused");
+    return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
   }
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
@@ -196,7 +215,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
 inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
                                 cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::detail::checker c("l1_gemm::moe::run_bf16");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
   c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
@@ -212,7 +231,7 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
 template <class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::detail::checker c("l1_gemm::moe::run_swiglu_bf16");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
   c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
   c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
             static_cast<long long>(in.x.rows));
@@ -225,4 +244,4 @@ fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
                             : detail::launch(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan);
 }
 
-}  // namespace l1_gemm::moe
+}  // namespace fp4fuse::gemm::moe

@@ -1,15 +1,20 @@
 #pragma once
-// The portable reference GEMM of the L1 example (sm_80 and later, including sm_100a/sm_120a):
+/// \file mma_sync.cuh
+/// The portable GEMM engine (sm_80 and later, including sm_100a/sm_120a):
 // D[M, N] = X[M, K] * W[N, K]^T with `mma.sync` m16n8k16 (BF16 in, FP32 accumulate), then the
 // epilogue on each warp's fragments. Deliberately simple: 128 x 128 tiles, a 32-wide K step through
 // padded shared memory, 8 warps of 16 x 128. Correctness reference and fallback, not a fast path.
 #include <cuda/cmath>
-#include "epilogues.cuh"
+#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 
-namespace l1_gemm::mma {
+namespace fp4fuse::gemm::mma {
 
-constexpr int block_m = 128, block_n = 128, block_k = 32, threads = 256;
-constexpr int smem_ld = block_k + 8;  // bf16 per shared row: 80 bytes, conflict-free fragment loads
+constexpr int block_m = 128;  ///< tile rows
+constexpr int block_n = 128;  ///< tile columns
+constexpr int block_k = 32;   ///< K per shared-memory step
+constexpr int threads = 256;  ///< 8 warps of 16 x 128
+constexpr int smem_ld = block_k + 8;  ///< bf16 per shared row: 80 bytes, conflict-free fragment loads
 
 namespace detail {
 
@@ -40,6 +45,8 @@ __device__ __forceinline__ std::uint32_t pair(const __nv_bfloat16* p) { return *
 
 }  // namespace detail
 
+/// One 128 x 128 tile of D per CTA (grid: N tiles x M tiles), the epilogue on each warp's 16 x 128
+/// fragments. Compiled for a target below sm_80 it traps.
 template <class Epilogue>
 __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                                       int M, int N, int K, Epilogue epi) {
@@ -74,16 +81,18 @@ __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __re
 #endif
 }
 
-/// Launches the GEMM with epilogue `epi` (arguments validated by the caller, see l1_gemm.cuh).
+/// Launches the GEMM with epilogue `epi` (arguments validated by the caller, fp4fuse::gemm::gemm in dense.cuh).
 template <class Epilogue>
-fp4fuse::result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
+result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream) {
   auto* kernel = &gemm_kernel<Epilogue>;
-  if (const fp4fuse::result image = fp4fuse::detail::check_kernel_image(kernel); !image) return image;
+  if (const fp4fuse::result image = fp4fuse::gemm::detail::check_kernel_image(kernel); !image) return image;
   const dim3 grid(static_cast<unsigned>(cuda::ceil_div(N, block_n)), static_cast<unsigned>(cuda::ceil_div(M, block_m)));
-  if (grid.y > 65535u) return {fp4fuse::status::bad_shape};
+  if (grid.y > 65535u) {
+    return result::with(status::bad_shape, "fp4fuse::gemm::mma::launch: M = %d needs more than 65535 row blocks of 128", M);
+  }
   kernel<<<grid, threads, 0, stream>>>(x, w, M, N, K, epi);
-  return fp4fuse::detail::launch_result();
+  return fp4fuse::gemm::detail::launch_result();
 }
 
-}  // namespace l1_gemm::mma
+}  // namespace fp4fuse::gemm::mma

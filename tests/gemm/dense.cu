@@ -41,13 +41,13 @@ TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the ho
 }
 
 TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
-  using l1_gemm::sm90::plan;
+  using fp4fuse::gemm::sm90::plan;
   constexpr int sms = 132;  // H200
   for (int T : {1, 64, 512, 4096, 16384, 100000}) {
     for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
-      const l1_gemm::sm90::launch_plan p = plan(T, N, H, sms);
+      const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms);
       INFO("T=" << T << " H=" << H << " N=" << N);
-      CHECK(l1_gemm::sm90::validate_plan(&p));
+      CHECK(fp4fuse::gemm::sm90::validate_plan(&p));
       CHECK(p.splits >= 1);
       CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
       const int tiles = ((T + p.block_m - 1) / p.block_m) * ((N + p.block_n - 1) / p.block_n);
@@ -59,7 +59,7 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
       }
       // 64-row tiles only where 128-row ones leave SMs idle (small T, or N narrower than a tile)
       if (p.block_m == 64) CHECK((T <= 1024 || N < 128));
-      const int cluster = l1_gemm::sm90::cluster_for(p, T);
+      const int cluster = fp4fuse::gemm::sm90::cluster_for(p, T);
       CHECK((cluster == 1 || cluster == 2));
       if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
     }
@@ -79,17 +79,17 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
 }
 
 TEST_CASE("L1 example: the sm_90a split-K workspace sizes", "[examples]") {
-  using l1_gemm::sm90::workspace;
-  const l1_gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
+  using fp4fuse::gemm::sm90::workspace;
+  const fp4fuse::gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
   // 128 x 512: 4 tiles of 128 x 128, 2 consumers of 64 accumulators per thread, 4 splits.
-  const l1_gemm::sm90::workspace_size need = workspace::size_for(split4, 128, 512, 8192);
+  const fp4fuse::gemm::sm90::workspace_size need = workspace::size_for(split4, 128, 512, 8192);
   CHECK(need.partial_floats == std::size_t(4) * 4 * 2 * 64 * 128);
   CHECK(need.counter_count == 8);
   CHECK(workspace::size_for(split4, 128, 512, 128).partial_floats == std::size_t(4) * 2 * 2 * 64 * 128);  // 2 K blocks: 2 splits
   CHECK(workspace::size_for(split4, 128, 512, 64).counter_count == 0);  // 1 K block: no split, no workspace
-  CHECK(workspace::size_for(l1_gemm::sm90::launch_plan{128, 1, 0, 1, 0}, 128, 512, 8192).partial_floats == 0);
+  CHECK(workspace::size_for(fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 1, 0}, 128, 512, 8192).partial_floats == 0);
   // 64 x 32 tiles, 3 splits, 37 x 200: 7 tiles of one consumer with 16 accumulators (both slots kept).
-  const l1_gemm::sm90::workspace_size decode = workspace::size_for(l1_gemm::sm90::launch_plan{32, 3, 0, 1, 0, 0, 64}, 37, 200, 80 * 64);
+  const fp4fuse::gemm::sm90::workspace_size decode = workspace::size_for(fp4fuse::gemm::sm90::launch_plan{32, 3, 0, 1, 0, 0, 64}, 37, 200, 80 * 64);
   CHECK(decode.partial_floats == std::size_t(7) * 3 * 2 * 16 * 128);
   CHECK(decode.counter_count == 14);
   float partial = 0;
@@ -97,7 +97,7 @@ TEST_CASE("L1 example: the sm_90a split-K workspace sizes", "[examples]") {
   CHECK_FALSE(workspace{}.holds(need));
   CHECK(workspace{&partial, &counter, need.partial_floats, need.counter_count}.holds(need));
   CHECK_FALSE(workspace{&partial, &counter, need.partial_floats, need.counter_count - 1}.holds(need));
-  CHECK(workspace{}.holds(l1_gemm::sm90::workspace_size{}));
+  CHECK(workspace{}.holds(fp4fuse::gemm::sm90::workspace_size{}));
 }
 
 TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
@@ -109,10 +109,10 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
                         static_cast<std::uint8_t*>(fake(0x500000)), static_cast<std::uint8_t*>(fake(0x600000)),
                         static_cast<const float*>(fake(0x700000))};
   using fp4fuse::status;
-  const auto all_flows = [&](const l1_gemm::problem& a, status want, const l1_gemm::sm90::launch_plan* plan = nullptr) {
-    CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, l1_gemm::engine::automatic, nullptr, plan).code == want);
-    CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, l1_gemm::engine::automatic, nullptr, plan).code == want);
-    CHECK(l1_gemm::run(a, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, l1_gemm::engine::wgmma, nullptr, plan).code == want);
+  const auto all_flows = [&](const l1_gemm::problem& a, status want, const fp4fuse::gemm::sm90::launch_plan* plan = nullptr) {
+    CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, fp4fuse::gemm::engine::automatic, nullptr, plan).code == want);
+    CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, fp4fuse::gemm::engine::automatic, nullptr, plan).code == want);
+    CHECK(l1_gemm::run(a, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, fp4fuse::gemm::engine::wgmma, nullptr, plan).code == want);
   };
   l1_gemm::problem a = good;
   a.x = nullptr;
@@ -137,7 +137,7 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   a.I = 1 << 20;  // T x I beyond 2^40
   all_flows(a, status::bad_shape);
   // Forced plans that name no kernel.
-  for (const l1_gemm::sm90::launch_plan& bad : {l1_gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
+  for (const fp4fuse::gemm::sm90::launch_plan& bad : {fp4fuse::gemm::sm90::launch_plan{64, 1, 0, 1, 0}, {256, 0, 0, 1, 0}, {256, 17, 0, 1, 0},
                                                 {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
                                                 {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 1, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
                                                 {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}, {192, 1, 0, 1, 0, 0, 64},
@@ -147,9 +147,9 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   }
   // The GEMM alone: K and N limits.
   const auto* x = static_cast<const __nv_bfloat16*>(fake(0x100000));
-  CHECK(l1_gemm::gemm(x, x, 64, 64, 60, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::not_multiple_of_block);
-  CHECK(l1_gemm::gemm(x, x, 64, 60, 64, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::not_multiple_of_block);
-  CHECK(l1_gemm::gemm(x, x, (1 << 30) + 8, 64, 64, l1_gemm::store_bf16{}, l1_gemm::engine::automatic).code == status::bad_shape);
+  CHECK(fp4fuse::gemm::gemm(x, x, 64, 64, 60, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
+  CHECK(fp4fuse::gemm::gemm(x, x, 64, 60, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
+  CHECK(fp4fuse::gemm::gemm(x, x, (1 << 30) + 8, 64, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::bad_shape);
 }
 
 namespace {
@@ -173,10 +173,10 @@ struct gpu_problem {
             packed.as<std::uint8_t>(), scales.as<std::uint8_t>(), S.as<float>()};
   }
   /// S from the amax of the compact SwiGLU output, as the example calibrates it.
-  const l1_gemm::sm90::launch_plan* plan = nullptr;
-  void calibrate(l1_gemm::engine e) {
-    REQUIRE(static_cast<bool>(l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, 2 * I, H,
-                                            l1_gemm::swiglu_bf16<act_t>{{h.as<__nv_bfloat16>(), T, I, I}, act_t{}}, e, nullptr, plan)));
+  const fp4fuse::gemm::sm90::launch_plan* plan = nullptr;
+  void calibrate(fp4fuse::gemm::engine e) {
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, 2 * I, H,
+                                            fp4fuse::gemm::swiglu_bf16<act_t>{{h.as<__nv_bfloat16>(), T, I, I}, act_t{}}, e, nullptr, plan)));
     REQUIRE(static_cast<bool>(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h.as<__nv_bfloat16>(), T, I, I}, amax.as<float>(), S.as<float>())));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     FP4FUSE_TEST_CUDA(cudaMemcpy(&S_host, S.as<float>(), 4, cudaMemcpyDeviceToHost));
@@ -184,7 +184,7 @@ struct gpu_problem {
     REQUIRE(S_host > 0.0f);
   }
   template <class Flow>
-  void run(Flow f, l1_gemm::engine e, unsigned char poison_byte) {
+  void run(Flow f, fp4fuse::gemm::engine e, unsigned char poison_byte) {
     FP4FUSE_TEST_CUDA(cudaMemset(packed.as<void>(), poison_byte, packed.bytes()));
     FP4FUSE_TEST_CUDA(cudaMemset(scales.as<void>(), poison_byte, scales.bytes()));
     REQUIRE(static_cast<bool>(l1_gemm::run(args(), f, act_t{}, e, nullptr, plan)));
@@ -202,11 +202,11 @@ float bf16_at(const std::vector<unsigned char>& bytes, std::size_t i) {
   return float_of(std::uint32_t(u) << 16);
 }
 
-void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::launch_plan* plan = nullptr) {
+void check_problem(int T, int H, int I, fp4fuse::gemm::engine e, const fp4fuse::gemm::sm90::launch_plan* plan = nullptr) {
   const std::string salt = "l1 " + std::to_string(T) + " " + std::to_string(H) + " " + std::to_string(I);
   gpu_problem p(T, H, I, salt.c_str());
   p.plan = plan;
-  INFO("engine " << l1_gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
+  INFO("engine " << fp4fuse::gemm::engine_name(e) << " T=" << T << " H=" << H << " I=" << I << " plan "
                  << (plan ? std::to_string(plan->block_m) + " x " + std::to_string(plan->block_n) + " x split " + std::to_string(plan->splits) + " x cluster " +
                                   std::to_string(plan->cluster) + (plan->pingpong == 1 ? " ping-pong, in flight " + std::to_string(plan->in_flight) : std::string(" cooperative"))
                             : std::string("auto")));
@@ -285,11 +285,11 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
 
   // Every row, not only the float64-checked ones: the wgmma engine's BF16 gate/up against the
   // mma.sync engine's (different accumulation order: within 2 BF16 ulps).
-  if (e == l1_gemm::engine::wgmma) {
+  if (e == fp4fuse::gemm::engine::wgmma) {
     device_buffer other(p.gate_up.bytes());
-    REQUIRE(static_cast<bool>(l1_gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), T, 2 * I, H,
-                                            l1_gemm::store_bf16{{other.as<__nv_bfloat16>(), T, 2 * I, 2 * I}},
-                                            l1_gemm::engine::mma_sync)));
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), T, 2 * I, H,
+                                            fp4fuse::gemm::store_bf16{{other.as<__nv_bfloat16>(), T, 2 * I, 2 * I}},
+                                            fp4fuse::gemm::engine::mma_sync)));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     const auto mine = p.gate_up.download(), theirs = other.download();
     std::size_t far = 0;
@@ -303,16 +303,16 @@ void check_problem(int T, int H, int I, l1_gemm::engine e, const l1_gemm::sm90::
   CHECK(p.guards());
 }
 
-std::vector<l1_gemm::engine> engines_here() {
-  std::vector<l1_gemm::engine> e{l1_gemm::engine::mma_sync};
-  if (l1_gemm::resolve(l1_gemm::engine::automatic) == l1_gemm::engine::wgmma) e.push_back(l1_gemm::engine::wgmma);
+std::vector<fp4fuse::gemm::engine> engines_here() {
+  std::vector<fp4fuse::gemm::engine> e{fp4fuse::gemm::engine::mma_sync};
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) == fp4fuse::gemm::engine::wgmma) e.push_back(fp4fuse::gemm::engine::wgmma);
   return e;
 }
 
 }  // namespace
 
 TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[gpu][examples]") {
-  for (l1_gemm::engine e : engines_here()) {
+  for (fp4fuse::gemm::engine e : engines_here()) {
     // T = 1; T % 128 != 0; I % 64 != 0 (80, 208, 1040); H % 64 != 0 (40 < 64, 72, 200); partial N tiles
     // (2I % 256 != 0); GPT-OSS's H = 2880, I = 2880; several tiles per CTA of the persistent kernel.
     const int shapes[][3] = {{1, 64, 16}, {1, 40, 16}, {1, 7168, 2048}, {37, 72, 80}, {130, 200, 208},
@@ -322,7 +322,7 @@ TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[g
 }
 
 TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", "[gpu][examples]") {
-  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
     WARN("no sm_90 device with an sm_90a image: the wgmma plans are not exercised");
     return;
   }
@@ -332,7 +332,7 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   // row blocks (T = 1, 37, 300: the second CTA's tile lies wholly beyond M); ping-pong with one
   // tile per CTA (the second consumer idle) and with several; 64 x 32 tiles (one consumer, the
   // other idle), whose padding reaches up to three tile widths beyond N.
-  const l1_gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1, 0}, {256, 1, 0, 2, 0}, {128, 1, 0, 1, 0}, {128, 1, 0, 2, 0},
+  const fp4fuse::gemm::sm90::launch_plan plans[] = {{256, 1, 0, 1, 0}, {256, 1, 0, 2, 0}, {128, 1, 0, 1, 0}, {128, 1, 0, 2, 0},
                                               {256, 3, 0, 1, 0}, {128, 5, 0, 1, 0}, {128, 16, 0, 1, 0},
                                               {128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2},
                                               {128, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 2, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64},
@@ -346,14 +346,14 @@ TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", 
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
                            {4096, 512, 2048}, {4096, 40, 256}};
   for (const auto& plan : plans) {
-    for (const auto& s : shapes) check_problem(s[0], s[1], s[2], l1_gemm::engine::wgmma, &plan);
+    for (const auto& s : shapes) check_problem(s[0], s[1], s[2], fp4fuse::gemm::engine::wgmma, &plan);
   }
 }
 
 namespace {
 
 /// The plan of the split-K workspace tests: 128 x 128 tiles, K split 4 ways, no cluster.
-const l1_gemm::sm90::launch_plan split_plan{128, 4, 0, 1, 0};
+const fp4fuse::gemm::sm90::launch_plan split_plan{128, 4, 0, 1, 0};
 
 /// A GEMM for the split-K workspace tests: random X [M, K] and W [N, K] on the device, and room
 /// for `outputs` BF16 outputs [M, N] side by side (poisoned).
@@ -368,10 +368,10 @@ struct split_problem {
     w.upload(in.w.data(), in.w.size() * 2);
   }
   /// The GEMM into output `i` on `stream`.
-  fp4fuse::result run(int i, cudaStream_t stream, const l1_gemm::sm90::workspace* ws = nullptr) const {
+  fp4fuse::result run(int i, cudaStream_t stream, const fp4fuse::gemm::sm90::workspace* ws = nullptr) const {
     __nv_bfloat16* o = out.as<__nv_bfloat16>() + static_cast<std::size_t>(i) * M * N;
-    return l1_gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, l1_gemm::store_bf16{{o, M, N, N}},
-                         l1_gemm::engine::wgmma, stream, &split_plan, ws);
+    return fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, fp4fuse::gemm::store_bf16{{o, M, N, N}},
+                         fp4fuse::gemm::engine::wgmma, stream, &split_plan, ws);
   }
   /// How many of outputs 0 .. count - 1 differ in any bit from output `reference`.
   int differing(int count, int reference) const {
@@ -407,7 +407,7 @@ struct stream_pair {
 }  // namespace
 
 TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][examples]") {
-  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
     WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
     return;
   }
@@ -442,11 +442,11 @@ TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][ex
 }
 
 TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams and in a CUDA graph", "[gpu][examples]") {
-  if (l1_gemm::resolve(l1_gemm::engine::automatic) != l1_gemm::engine::wgmma) {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
     WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
     return;
   }
-  using l1_gemm::sm90::workspace;
+  using fp4fuse::gemm::sm90::workspace;
   constexpr int pairs = 20;
   split_problem a(128, 512, 16384, pairs + 1, "l1 split-K own a"), b(192, 384, 12288, pairs + 1, "l1 split-K own b");
   REQUIRE(static_cast<bool>(a.run(pairs, nullptr)));  // the references, with the workspace `launch` keeps
@@ -454,8 +454,8 @@ TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
 
   // One workspace per problem, sized for its plan; its owner (this test) zeroes the counters once.
-  const l1_gemm::sm90::workspace_size need_a = workspace::size_for(split_plan, a.M, a.N, a.K);
-  const l1_gemm::sm90::workspace_size need_b = workspace::size_for(split_plan, b.M, b.N, b.K);
+  const fp4fuse::gemm::sm90::workspace_size need_a = workspace::size_for(split_plan, a.M, a.N, a.K);
+  const fp4fuse::gemm::sm90::workspace_size need_b = workspace::size_for(split_plan, b.M, b.N, b.K);
   REQUIRE(need_a.counter_count > 0);
   REQUIRE(need_b.counter_count > 0);
   device_buffer partials_a(need_a.partial_floats * 4), counters_a(need_a.counter_count * 4);
@@ -524,7 +524,7 @@ TEST_CASE("L1 example [gpu]: invalid arguments are refused and touch no memory",
   };
   const auto expect = [&](l1_gemm::problem a, fp4fuse::status want, const char* what) {
     INFO(what);
-    for (l1_gemm::engine e : engines_here()) {
+    for (fp4fuse::gemm::engine e : engines_here()) {
       CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, e).code == want);
       CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, e).code == want);
       CHECK(l1_gemm::run(a, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, e).code == want);
@@ -560,10 +560,10 @@ TEST_CASE("L1 example [gpu]: invalid arguments are refused and touch no memory",
   // Flow-specific intermediates.
   a = p.args();
   a.gate_up = nullptr;
-  CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, l1_gemm::engine::automatic).code == status::null_pointer);
+  CHECK(l1_gemm::run(a, l1_gemm::flow::interleaved_bf16{}, act_t{}, fp4fuse::gemm::engine::automatic).code == status::null_pointer);
   a = p.args();
   a.h = p.h.as<__nv_bfloat16>() + 1;
-  CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, l1_gemm::engine::automatic).code == status::misaligned_pointer);
+  CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, fp4fuse::gemm::engine::automatic).code == status::misaligned_pointer);
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   CHECK(unchanged());
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The reference sm_90a GEMM of the L1 example: D[M, N] = X[M, K] * W[N, K]^T, BF16 in, FP32
-// accumulate, one of the epilogues of epilogues.cuh applied to the accumulators in registers.
+/// \file sm90.cuh
+/// The sm_90a GEMM engine: D[M, N] = X[M, K] * W[N, K]^T, BF16 in, FP32 accumulate, one of the
+/// epilogues of epilogues.cuh applied to the accumulators in registers.
 //
 // Persistent and warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads of
 // BlockM x 64 X tiles and BlockN x 64 W tiles, 128-byte swizzled, into a shared-memory ring guarded
@@ -26,15 +27,19 @@
 // not wrap, are written as PTX (sm90/ptx.cuh). Compiled for any other target the kernel traps.
 //
 // This header only gathers the parts, one job each, in sm90/: ptx.cuh (PTX that cuda::ptx does
-// not wrap), plan.cuh (tile shapes, kernel arguments, the planner), schedule.cuh (the tile
-// scheduler), ring.cuh (the shared-memory ring and its producer), epilogue.cuh (how the kernels
-// call an epilogue), kernels.cuh (the two kernels), workspace.cuh (the split-K workspace),
-// launch.cuh (the host side).
-#include "sm90/epilogue.cuh"
-#include "sm90/kernels.cuh"
-#include "sm90/launch.cuh"
-#include "sm90/plan.cuh"
-#include "sm90/ptx.cuh"
-#include "sm90/ring.cuh"
-#include "sm90/schedule.cuh"
-#include "sm90/workspace.cuh"
+// not wrap), plan.cuh (tile shapes, kernel arguments, the kernel instances of each launcher, the
+// planner), schedule.cuh (the tile scheduler concept and the dense scheduler),
+// grouped_schedule.cuh (the grouped one), ring.cuh (the shared-memory ring and its producer),
+// epilogue.cuh (the epilogue collective: how the kernels call an epilogue), kernels.cuh (the two
+// kernels), workspace.cuh (the split-K workspace), launch.cuh and grouped_launch.cuh (the host
+// side, one dispatch table).
+#include "fp4fuse/gemm/sm90/epilogue.cuh"
+#include "fp4fuse/gemm/sm90/grouped_launch.cuh"
+#include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
+#include "fp4fuse/gemm/sm90/kernels.cuh"
+#include "fp4fuse/gemm/sm90/launch.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/ptx.cuh"
+#include "fp4fuse/gemm/sm90/ring.cuh"
+#include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/sm90/workspace.cuh"

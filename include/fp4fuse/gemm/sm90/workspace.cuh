@@ -22,16 +22,17 @@
 #include <mutex>
 #include <utility>
 
-#include <fp4fuse/detail/kernel_support.cuh>
-#include <fp4fuse/status.hpp>
+#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/status.hpp"
 
-#include "plan.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 
 /// What a split-K launch needs: floats of partial fragments and arrival counters.
 struct workspace_size {
-  std::size_t partial_floats = 0, counter_count = 0;
+  std::size_t partial_floats = 0;  ///< floats of partial fragments
+  std::size_t counter_count = 0;   ///< arrival counters
 };
 
 /// A split-K workspace in device memory of the launch's device. The partials need no initial
@@ -41,9 +42,10 @@ struct workspace_size {
 /// split of each tile resets its counter), so the same workspace then serves any later launch it
 /// is large enough for, in or out of a graph. A launch aborted on the device leaves them undefined.
 struct workspace {
-  float* partials = nullptr;
-  unsigned* counters = nullptr;
-  std::size_t partial_floats = 0, counter_count = 0;
+  float* partials = nullptr;        ///< the splits' FP32 fragments
+  unsigned* counters = nullptr;     ///< per tile and consumer, zero between launches
+  std::size_t partial_floats = 0;   ///< floats at `partials`
+  std::size_t counter_count = 0;    ///< counters at `counters`
 
   /// What a launch of plan `lp` on an M x N x K problem needs, both counts 0 where it does not
   /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count);
@@ -69,14 +71,14 @@ namespace detail {
 inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (need.partial_floats > ws.partial_floats || need.counter_count > ws.counter_count) {
-    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90 workspace");
+    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   }
   if (need.partial_floats > ws.partial_floats) {
     if (ws.partials != nullptr) cudaFree(ws.partials);
     ws.partials = nullptr;
     ws.partial_floats = 0;
     if ((err = cudaMalloc(&ws.partials, need.partial_floats * sizeof(float))) != cudaSuccess) {
-      return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90 workspace");
+      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     ws.partial_floats = need.partial_floats;
   }
@@ -85,10 +87,10 @@ inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& ne
     ws.counters = nullptr;
     ws.counter_count = 0;
     if ((err = cudaMalloc(&ws.counters, need.counter_count * sizeof(unsigned))) != cudaSuccess) {
-      return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90 workspace");
+      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     if ((err = cudaMemsetAsync(ws.counters, 0, need.counter_count * sizeof(unsigned), stream)) != cudaSuccess) {
-      return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90 workspace");
+      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     ws.counter_count = need.counter_count;
   }
@@ -110,7 +112,7 @@ struct stream_workspace {
 /// own workspace.
 inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_workspace** out) {
   unsigned long long id = 0;
-  if (const cudaError_t err = cudaStreamGetId(stream, &id); err != cudaSuccess) return fp4fuse::detail::cuda_failure(err, "l1_gemm::sm90 workspace");
+  if (const cudaError_t err = cudaStreamGetId(stream, &id); err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   static std::mutex mutex;
   static std::map<std::pair<int, unsigned long long>, stream_workspace> cache;  // map nodes never move
   const std::lock_guard<std::mutex> lock(mutex);
@@ -120,4 +122,4 @@ inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_
 
 }  // namespace detail
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -1,4 +1,4 @@
-// The grouped MoE L1 (examples/l1_gemm/moe_l1.cuh): bit-identical to the dense sm_90a kernel run
+// The grouped MoE L1 (include/fp4fuse/gemm/grouped.cuh): bit-identical to the dense sm_90a kernel run
 // expert by expert with the same tile plan (packed rows, and each expert's scale block against
 // the dense kernel's whole scale tensor, padding included), every other scale byte 0x00, packed
 // rows beyond the routed ones untouched, sampled rows against the float64 reference; experts with
@@ -7,15 +7,16 @@
 // CUDA graph captured once and replayed with other counts; the BF16 flows against the dense
 // kernel; the schedule's unit-to-group search and argument validation on the host.
 #include "../../examples/l1_gemm/moe_data.cuh"
-#include "../../examples/l1_gemm/moe_l1.cuh"
+#include <fp4fuse/gemm/grouped.cuh>
 #include "../../examples/l1_gemm/moe_reference.hpp"
 #include "../kernels/kernel_test_support.cuh"
 
 using namespace fp4fuse_test;
-using l1_gemm::sm90::grouped_plan;
+using fp4fuse::gemm::sm90::grouped_plan;
 using fp4fuse::scale_layout::expert_start::offset_bound;
 using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
 namespace moe = l1_gemm::moe;
+namespace gmoe = fp4fuse::gemm::moe;
 
 // First in the file: in a whole run the process's first GPU probe happens inside the capture.
 TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][examples][moe]") {
@@ -34,7 +35,7 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
   for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal}) {
     INFO("capture mode " << static_cast<int>(mode));
     FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
-    const bool here = l1_gemm::detail::wgmma_runs_here();
+    const bool here = fp4fuse::gemm::detail::wgmma_runs_here();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
     CHECK(capture == cudaStreamCaptureStatusActive);
@@ -58,38 +59,42 @@ TEST_CASE("MoE L1: the grouped schedule finds each unit's group, empty groups sk
       for (int u = 0; u < rows * tiles_n; ++u) owner.push_back(e);
     }
     for (int u = 0; u < static_cast<int>(owner.size()); ++u) {
-      REQUIRE(l1_gemm::sm90::detail::group_of_unit(first.data(), groups, tiles_n, u) == owner[static_cast<std::size_t>(u)]);
+      REQUIRE(fp4fuse::gemm::sm90::detail::group_of_unit(first.data(), groups, tiles_n, u) == owner[static_cast<std::size_t>(u)]);
     }
   }
 }
 
 TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]") {
   for (int rows : {1, 512, 4096, 32768, 262144})
-    for (int experts : {1, 8, 128, 256}) CHECK(l1_gemm::sm90::valid(l1_gemm::sm90::plan_grouped(rows, experts)));
-  CHECK(l1_gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
-  CHECK((l1_gemm::sm90::plan_grouped(32768, 256).pingpong && l1_gemm::sm90::plan_grouped(32768, 256).cluster == 1));  // T = 4096: 128 per expert
-  CHECK(l1_gemm::sm90::plan_grouped(262144, 256).pingpong);        // T = 32768: 1024 per expert
-  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
-  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
-  CHECK_FALSE(l1_gemm::sm90::valid(grouped_plan{128, 256, 3, false}));
+    for (int experts : {1, 8, 128, 256}) CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(rows, experts)));
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
+  CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
+         fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong);        // T = 32768: 1024 per expert
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 3, false}));
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 2, true, true}));         // ping-pong, cluster of 2 along N
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 2, false, true}));  // along N: the ping-pong kernel only
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 1, true, true}));   // along N needs a cluster of 2
 }
 
 TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[examples][moe]") {
   const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
   const std::int32_t* offsets = static_cast<const std::int32_t*>(fake(0x800000));
-  const moe::inputs good{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
+  const gmoe::inputs good{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
                          nullptr};
-  const moe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
+  const gmoe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
                                               {64, 5, 8, offsets}};
-  const moe::global_scales S{static_cast<const float*>(fake(0x500000)), false};
-  const auto refused = [&](const moe::inputs& in, const moe::grouped_output<offset_bound>& o, const moe::global_scales& s, fp4fuse::status want,
+  const gmoe::global_scales S{static_cast<const float*>(fake(0x500000)), false};
+  const auto refused = [&](const gmoe::inputs& in, const gmoe::grouped_output<offset_bound>& o, const gmoe::global_scales& s, fp4fuse::status want,
                            const char* names) {
-    const fp4fuse::result r = moe::run_fused(in, o, s, fp4fuse::activation::swiglu{});
+    const fp4fuse::result r = gmoe::run_fused(in, o, s, fp4fuse::activation::swiglu{});
     INFO(r.message());
     CHECK(r.code == want);
     CHECK(std::string(r.message()).find(names) != std::string::npos);
   };
-  moe::inputs in = good;
+  gmoe::inputs in = good;
   in.x.data = nullptr;
   refused(in, out, S, fp4fuse::status::null_pointer, "in.x.data is null");
   in = good;
@@ -114,28 +119,28 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   o = out;
   o.layout.experts = 0;
   refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.experts = 0 must be in [1, 1024]");
-  refused(good, out, moe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
+  refused(good, out, gmoe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
   o = out;
   o.ld_packed = 36;
   refused(good, o, S, fp4fuse::status::bad_leading_dimension, "out.ld_packed = 36");
   const grouped_plan no_kernel{64, 64, 1, false};
-  const fp4fuse::result forced = moe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &no_kernel);
+  const fp4fuse::result forced = gmoe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &no_kernel);
   INFO(forced.message());
   CHECK(forced.code == fp4fuse::status::bad_shape);
   CHECK(std::string(forced.message()).find("the forced plan names no kernel") != std::string::npos);
 
   // The BF16 flows check the same things, naming their own arguments.
-  const fp4fuse::result null_out = moe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets);
+  const fp4fuse::result null_out = gmoe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets);
   INFO(null_out.message());
   CHECK(null_out.code == fp4fuse::status::null_pointer);
   CHECK(std::string(null_out.message()).find("gate_up.data is null") != std::string::npos);
   const fp4fuse::matrix_view<__nv_bfloat16> gate_up{static_cast<__nv_bfloat16*>(fake(0x700000)), 64, 160, 160};
-  const fp4fuse::result no_experts = moe::run_bf16(good, gate_up, 0, offsets);
+  const fp4fuse::result no_experts = gmoe::run_bf16(good, gate_up, 0, offsets);
   INFO(no_experts.message());
   CHECK(no_experts.code == fp4fuse::status::bad_shape);
-  CHECK(std::string(no_experts.message()).find("l1_gemm::moe::run_bf16: experts = 0 must be in [1, 1024]") != std::string::npos);
+  CHECK(std::string(no_experts.message()).find("fp4fuse::gemm::moe::run_bf16: experts = 0 must be in [1, 1024]") != std::string::npos);
   const fp4fuse::result no_offsets =
-      moe::run_swiglu_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{gate_up.data, 64, 80, 80}, fp4fuse::activation::swiglu{}, 8, nullptr);
+      gmoe::run_swiglu_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{gate_up.data, 64, 80, 80}, fp4fuse::activation::swiglu{}, 8, nullptr);
   INFO(no_offsets.message());
   CHECK(no_offsets.code == fp4fuse::status::null_pointer);
   CHECK(std::string(no_offsets.message()).find("expert_offsets is null") != std::string::npos);
@@ -172,12 +177,12 @@ struct grouped_problem {
     for (int e = 0; e < E; ++e) S_host.push_back(per_expert ? fp4fuse::nvfp4_global_encode_scale(2.0f + 0.25f * e) : 448.0f);
     S.upload(S_host.data(), S_host.size() * 4);
   }
-  moe::grouped_layout<Start> layout_for(int cap) const { return {cap, I / 16, E, nullptr}; }
-  moe::inputs inputs() const { return {{x.as<__nv_bfloat16>(), capacity, H, H}, w.as<__nv_bfloat16>(), with_bias ? bias.as<float>() : nullptr}; }
-  moe::grouped_output<Start> output() const {
+  gmoe::grouped_layout<Start> layout_for(int cap) const { return {cap, I / 16, E, nullptr}; }
+  gmoe::inputs inputs() const { return {{x.as<__nv_bfloat16>(), capacity, H, H}, w.as<__nv_bfloat16>(), with_bias ? bias.as<float>() : nullptr}; }
+  gmoe::grouped_output<Start> output() const {
     return {packed.as<std::uint8_t>(), I / 2, scales.as<std::uint8_t>(), {capacity, I / 16, E, d_offsets.as<std::int32_t>()}};
   }
-  moe::global_scales global() const { return {S.as<float>(), per_expert_S}; }
+  gmoe::global_scales global() const { return {S.as<float>(), per_expert_S}; }
   /// Sets other counts (same experts, total at most the capacity) in the device offsets.
   void reroute(const std::vector<std::int32_t>& new_counts) {
     counts = new_counts;
@@ -189,8 +194,8 @@ struct grouped_problem {
 };
 
 /// The dense plan with the grouped plan's tiles and schedule (no K split).
-l1_gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
-  l1_gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
+fp4fuse::gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
+  fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
   return d;
 }
 
@@ -200,20 +205,20 @@ template <class Start, class Activation>
 void dense_expert(const grouped_problem<Start>& p, int e, const grouped_plan& plan, const Activation& act, std::vector<unsigned char>& packed,
                   std::vector<unsigned char>& scales) {
   const int count = p.counts[static_cast<std::size_t>(e)];
-  const l1_gemm::layout layout{count, p.I / 16};
+  const fp4fuse::gemm::moe::layout layout{count, p.I / 16};
   device_buffer d_packed(std::size_t(count) * p.I / 2), d_scales(static_cast<std::size_t>(layout.size_bytes()));
-  const fp4fuse::quantized_matrix<l1_gemm::format, l1_gemm::layout> out{d_packed.as<std::uint8_t>(), p.I / 2, d_scales.as<std::uint8_t>(), layout};
+  const fp4fuse::quantized_matrix<fp4fuse::gemm::moe::format, fp4fuse::gemm::moe::layout> out{d_packed.as<std::uint8_t>(), p.I / 2, d_scales.as<std::uint8_t>(), layout};
   const float* S = p.S.template as<float>() + (p.per_expert_S ? e : 0);
-  const l1_gemm::swiglu_nvfp4<Activation> epi{out, S, act};
+  const fp4fuse::gemm::swiglu_nvfp4<Activation> epi{out, S, act};
   const __nv_bfloat16* x_e = p.x.template as<__nv_bfloat16>() + std::size_t(p.offsets[static_cast<std::size_t>(e)]) * p.H;
   const __nv_bfloat16* w_e = p.w.template as<__nv_bfloat16>() + std::size_t(e) * p.N * p.H;
-  const l1_gemm::sm90::launch_plan dp = dense_plan(plan);
+  const fp4fuse::gemm::sm90::launch_plan dp = dense_plan(plan);
   fp4fuse::result r;
   if (p.with_bias) {
-    const l1_gemm::with_bias<l1_gemm::swiglu_nvfp4<Activation>> biased{epi, p.bias.template as<float>() + std::size_t(e) * p.N, p.N};
-    r = l1_gemm::gemm(x_e, w_e, count, p.N, p.H, biased, l1_gemm::engine::wgmma, nullptr, &dp);
+    const fp4fuse::gemm::with_bias<fp4fuse::gemm::swiglu_nvfp4<Activation>> biased{epi, p.bias.template as<float>() + std::size_t(e) * p.N, p.N};
+    r = fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H, biased, fp4fuse::gemm::engine::wgmma, nullptr, &dp);
   } else {
-    r = l1_gemm::gemm(x_e, w_e, count, p.N, p.H, epi, l1_gemm::engine::wgmma, nullptr, &dp);
+    r = fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H, epi, fp4fuse::gemm::engine::wgmma, nullptr, &dp);
   }
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
@@ -227,7 +232,7 @@ void dense_expert(const grouped_problem<Start>& p, int e, const grouped_plan& pl
 template <class Start, class Activation>
 void check_against_dense(const grouped_problem<Start>& p, const grouped_plan& plan, const Activation& act) {
   const auto got_packed = p.packed.download(), got_scales = p.scales.download();
-  moe::grouped_layout<Start> layout = p.layout_for(p.capacity);
+  gmoe::grouped_layout<Start> layout = p.layout_for(p.capacity);
   layout.expert_offsets = p.offsets.data();  // the host copy
   std::size_t expert_mismatches = 0;
   for (int e = 0; e < p.E; ++e) {
@@ -270,19 +275,21 @@ template <class Start, class Activation>
 void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bias, bool per_expert, const grouped_plan& plan,
                  const Activation& act, const char* what) {
   INFO(what << ": E=" << counts.size() << " H=" << H << " I=" << I << (bias ? " bias" : "") << (per_expert ? " per-expert S" : "")
-            << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+            << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
+            << (plan.pingpong ? " ping-pong" : ""));
   grouped_problem<Start> p(counts, H, I, 7, bias, per_expert, rng(what)());
-  const fp4fuse::result r = moe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
+  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   check_against_dense(p, plan, act);
 }
 
-bool grouped_runs_here() { return l1_gemm::detail::wgmma_runs_here(); }
+bool grouped_runs_here() { return fp4fuse::gemm::detail::wgmma_runs_here(); }
 
 const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
-                                  {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true}};
+                                  {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true},
+                                  {128, 128, 2, true, true}};
 
 }  // namespace
 
@@ -307,17 +314,18 @@ namespace {
 /// writes exactly the experts' bands; the memset is what zeroes the rest.
 template <class Start>
 void check_bands_without_memset(const std::vector<std::int32_t>& counts, const grouped_plan& plan, const char* what) {
-  INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : ""));
+  INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
+            << (plan.pingpong ? " ping-pong" : ""));
   grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
-  using nvfp4 = moe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
+  using nvfp4 = gmoe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
   const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
-  const fp4fuse::result r = moe::detail::launch(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
-                                                moe::epilogue::grouped<nvfp4, false>{e, p.N}, nullptr, &plan);
+  const fp4fuse::result r = gmoe::detail::launch(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
+                                                gmoe::epilogue::grouped<nvfp4, false>{e, p.N}, nullptr, &plan);
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   const auto got = p.scales.download();
-  moe::grouped_layout<Start> layout = p.layout_for(p.capacity);
+  gmoe::grouped_layout<Start> layout = p.layout_for(p.capacity);
   layout.expert_offsets = p.offsets.data();
   std::vector<char> band(got.size(), 0);
   std::size_t mismatched_bands = 0;
@@ -356,7 +364,7 @@ TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding i
 TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe routings");
-  const grouped_plan planned = l1_gemm::sm90::plan_grouped(512, 16);
+  const grouped_plan planned = fp4fuse::gemm::sm90::plan_grouped(512, 16);
   // All rows in one expert; uniform and skewed top-k routings.
   check_fused<offset_bound>({0, 0, 700, 0, 0}, 128, 64, false, false, grouped_plan{128, 256, 1, false}, fp4fuse::activation::swiglu{},
                             "all rows in one expert");
@@ -373,6 +381,10 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
                                  fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts");
   check_fused<offset_bound>(moe::route(1500, 4, 2, moe::routing::uniform, g()), 2880, 2880, true, false, grouped_plan{128, 128, 2, true},
                             fp4fuse::activation::swiglu_clamped{}, "GPT-OSS experts, ping-pong");
+  // 2I = 5760 is 45 column tiles: the last cluster along N pairs tile 44 with one wholly beyond N.
+  check_fused<padded_prefix_sum>(moe::route(1500, 4, 2, moe::routing::skewed, g()), 2880, 2880, true, true,
+                                 grouped_plan{128, 128, 2, true, true}, fp4fuse::activation::swiglu_clamped{},
+                                 "GPT-OSS experts, ping-pong, clusters along N");
 }
 
 TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {
@@ -380,13 +392,13 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
   auto g = rng("moe graph");
   const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
   grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
-  const grouped_plan plan = l1_gemm::sm90::plan_grouped(p.capacity, p.E);
+  const grouped_plan plan = fp4fuse::gemm::sm90::plan_grouped(p.capacity, p.E);
   cudaStream_t stream;
   FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const fp4fuse::result r = moe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, stream);
+  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, stream);
   FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
@@ -415,12 +427,12 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
     grouped_problem<offset_bound> p(counts, 192, 96, 3, false, false, g());
     device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);
     const int* offs = p.d_offsets.as<std::int32_t>();
-    REQUIRE(static_cast<bool>(moe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &plan)));
-    REQUIRE(static_cast<bool>(moe::run_swiglu_bf16(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I}, fp4fuse::activation::swiglu{},
+    REQUIRE(static_cast<bool>(gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &plan)));
+    REQUIRE(static_cast<bool>(gmoe::run_swiglu_bf16(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I}, fp4fuse::activation::swiglu{},
                                                    p.E, offs, nullptr, &plan)));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     const auto got_gu = gu.download(), got_h = h.download();
-    const l1_gemm::sm90::launch_plan dp = dense_plan(plan);
+    const fp4fuse::gemm::sm90::launch_plan dp = dense_plan(plan);
     for (int e = 0; e < p.E; ++e) {
       const int count = counts[static_cast<std::size_t>(e)];
       if (count == 0) continue;
@@ -429,10 +441,10 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
       const __nv_bfloat16* x_e = p.x.as<__nv_bfloat16>() + std::size_t(p.offsets[static_cast<std::size_t>(e)]) * p.H;
       const __nv_bfloat16* w_e = p.w.as<__nv_bfloat16>() + std::size_t(e) * p.N * p.H;
       REQUIRE(static_cast<bool>(
-          l1_gemm::gemm(x_e, w_e, count, p.N, p.H, l1_gemm::store_bf16{{dgu.as<__nv_bfloat16>(), count, p.N, p.N}}, l1_gemm::engine::wgmma, nullptr, &dp)));
-      REQUIRE(static_cast<bool>(l1_gemm::gemm(x_e, w_e, count, p.N, p.H,
-                                              l1_gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{dh.as<__nv_bfloat16>(), count, p.I, p.I}, {}},
-                                              l1_gemm::engine::wgmma, nullptr, &dp)));
+          fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H, fp4fuse::gemm::store_bf16{{dgu.as<__nv_bfloat16>(), count, p.N, p.N}}, fp4fuse::gemm::engine::wgmma, nullptr, &dp)));
+      REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H,
+                                              fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{dh.as<__nv_bfloat16>(), count, p.I, p.I}, {}},
+                                              fp4fuse::gemm::engine::wgmma, nullptr, &dp)));
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
       const auto want_gu = dgu.download(), want_h = dh.download();
       CHECK(std::equal(want_gu.begin(), want_gu.end(), got_gu.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * p.N * 2));

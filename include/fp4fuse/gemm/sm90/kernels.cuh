@@ -1,39 +1,43 @@
 #pragma once
-// The sm_90a GEMM's two persistent warp-specialized kernels: the cooperative one (both consumer
-// warpgroups on one tile, K split optional) and the ping-pong one (each consumer its own tile).
-// Compiled for any other target they trap.
+// The sm_90a GEMM's kernel layer: two persistent warp-specialized kernels composed of the
+// collectives (the producer and ring of ring.cuh, the consumer mainloop of mainloop.cuh, the
+// epilogue collective of epilogue.cuh) and a tile scheduler (schedule.cuh): the cooperative one
+// (both consumer warpgroups on one tile, K split optional) and the ping-pong one (each consumer
+// its own tile). Compiled for any other target they trap.
 #include <cuda.h>  // CUtensorMap
 
 #include <cuda/ptx>
 
 #include <fp4fuse/config.cuh>
 
-#include "epilogue.cuh"
-#include "plan.cuh"
-#include "ptx.cuh"
-#include "ring.cuh"
-#include "schedule.cuh"
+#include "fp4fuse/gemm/sm90/epilogue.cuh"
+#include "fp4fuse/gemm/sm90/mainloop.cuh"
+#include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/ptx.cuh"
+#include "fp4fuse/gemm/sm90/ring.cuh"
+#include "fp4fuse/gemm/sm90/schedule.cuh"
 
-namespace l1_gemm::sm90 {
+namespace fp4fuse::gemm::sm90 {
 
 /// The cooperative kernel; `Schedule` (schedule.cuh) picks its work units, `sched_args` its
 /// host-side arguments (last, so that the other parameters keep their offsets whatever it holds).
 /// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
-/// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic. A ring slot
-/// is refilled only when the consumers of both CTAs have released it. No K split with clusters.
-template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue>
+/// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic (AlongN:
+/// horizontally adjacent tiles sharing the X tile). A ring slot is refilled only when the consumers
+/// of both CTAs have released it. No K split with clusters.
+template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
                 typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
-  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert(!AlongN || Cluster == 2, "a cluster along N has 2 CTAs");
   using cfg = config<BlockN, BlockM>;
-  constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
   // Constructed by all threads together, before the roles split (schedule.cuh).
-  const typename Schedule::template cta<cfg, Cluster> sched(prm, sched_args, prm.splits);
+  const typename Schedule::template cta<cfg, Cluster, AlongN> sched(prm, sched_args, prm.splits);
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
@@ -44,7 +48,7 @@ __global__ void __launch_bounds__(threads, 1)
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) detail::produce<cfg, Cluster>(ring, tma_x, tma_w, sched);
+    if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     constexpr int registers = cfg::registers;
@@ -53,10 +57,10 @@ __global__ void __launch_bounds__(threads, 1)
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
-    const std::uint32_t a_desc0 = detail::descriptor_low(ring.a + (cfg::consumers_split_n ? 0 : consumer * 64 * 128));
-    const std::uint32_t b_desc0 = detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0));
-    int stage = 0;
-    std::uint32_t phase = 0;
+    const detail::mainloop<cfg, Cluster, 1, 1> mma{
+        detail::descriptor_low(ring.a + (cfg::consumers_split_n ? 0 : consumer * 64 * 128)),
+        detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0)), leader, thread};
+    detail::ring_cursor cursor;
     const bool active = consumer < cfg::consumers;  // 64 x 32 tiles: the second consumer has no MMAs
     // ... and, where the epilogue writes its padding without accumulators (`padding_beyond`), writes the
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
@@ -65,73 +69,20 @@ __global__ void __launch_bounds__(threads, 1)
     constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
     for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
-      float acc[registers];
-#pragma unroll
-      for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
-      int previous = -1;
-      for (int k = u.k_begin; k < u.k_end; ++k) {
-        detail::wait_parity(&ring.full[stage], phase);
-        const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
-        const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
-        detail::fence_accumulators(acc);
-        detail::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < block_k / 16; ++kk) detail::wgmma_bf16<cfg::consumer_n>(acc, desc_a + 2 * kk, desc_b + 2 * kk);
-        detail::wgmma_commit();
-        // Keep one stage of MMAs in flight; the one before it has finished reading its stage.
-        detail::wgmma_wait<1>();
-        detail::fence_accumulators(acc);
-        if (previous >= 0 && leader) detail::release_slot<Cluster>(&ring.empty[previous]);
-        previous = stage;
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      detail::wgmma_wait<0>();
-      detail::fence_accumulators(acc);
-      if (previous >= 0 && thread == 0) detail::release_slot<Cluster>(&ring.empty[previous]);
+      float acc[1][registers];
+      decltype(mma)::clear(acc);
+      cursor.previous = -1;
+      mma.run(ring, acc, u.k_end - u.k_begin, cursor);
+      mma.drain(ring, acc, u.k_end - u.k_begin, cursor);
 
       // The warpgroup's part of the tile, in rows of the unit's group (the epilogue's rows).
       const index_t row0 = static_cast<index_t>(u.m_blk) * BlockM + (cfg::consumers_split_n ? 0 : 64 * consumer);
       const index_t col0 = static_cast<index_t>(u.n_blk) * BlockN + (cfg::consumers_split_n ? consumer * cfg::consumer_n : 0);
-      if (prm.splits > 1) {
-        if (row0 >= u.group_rows) {
-          // Rows wholly beyond the group's (M): the epilogue writes only the output's padding
-          // there, whatever the sums (every split's is 0 where TMA zero-filled X beyond M); split 0
-          // alone writes it.
-          if (u.split != 0) continue;
-        } else {
-          // Publish this split's fragment, then the last split of the tile to arrive reduces.
-          const std::size_t slot = (static_cast<std::size_t>(u.tile) * 2 + consumer) * prm.splits;
-          float* mine = prm.partials + (slot + u.split) * (registers * 128);
-#pragma unroll
-          for (int i = 0; i < registers; ++i) __stcg(mine + i * 128 + thread, acc[i]);
-          __threadfence();
-          detail::warpgroup_sync(consumer);
-          if (thread == 0) {
-            unsigned* counter = prm.counters + u.tile * 2 + consumer;
-            const unsigned arrived = atomicAdd(counter, 1u);
-            const bool last = arrived == static_cast<unsigned>(prm.splits - 1);
-            if (last) *counter = 0;  // ready for the next launch
-            last_flag[consumer] = last;
-          }
-          detail::warpgroup_sync(consumer);
-          if (!last_flag[consumer]) continue;
-          __threadfence();
-          // Sum the splits in index order: the same bits whichever split arrived last.
-#pragma unroll
-          for (int i = 0; i < registers; ++i) acc[i] = 0.0f;
-          for (int s = 0; s < prm.splits; ++s) {
-            const float* part = prm.partials + (slot + s) * (registers * 128);
-#pragma unroll
-            for (int i = 0; i < registers; ++i) acc[i] += __ldcg(part + i * 128 + thread);
-          }
-        }
-      }
+      // A unit that splits K: the schedule's fixup reduces the splits; the last split to arrive runs the epilogue.
+      if (!sched.fixup(acc[0], u, prm, row0, consumer, thread, last_flag)) continue;
       const auto& tile_epi = detail::epilogue_for(epi, u);
-      tile_epi.warpgroup(acc, row0, col0);
-      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster>(tile_epi, u, prm, row0, col0);
+      tile_epi.warpgroup(acc[0], row0, col0);
+      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);
     }
     if constexpr (helper_pads) {
       if (!active) {
@@ -139,7 +90,7 @@ __global__ void __launch_bounds__(threads, 1)
         for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
           const work_unit u = sched.at(unit);
           if (u.split != 0) continue;
-          detail::pad_beyond_tile<cfg, Cluster>(detail::epilogue_for(epi, u), u, prm,
+          detail::pad_beyond_tile<cfg, Cluster, AlongN>(detail::epilogue_for(epi, u), u, prm,
                                                 static_cast<index_t>(u.m_blk) * BlockM, static_cast<index_t>(u.n_blk) * BlockN);
         }
       }
@@ -165,21 +116,26 @@ __global__ void __launch_bounds__(threads, 1)
 /// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
 /// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
 /// up to that many K steps without the tensor cores running dry; the stages they read are held.
-/// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K.
-template <int Cluster, int InFlight, class Schedule, class Epilogue>
+/// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K. The kernel writes no
+/// padding beyond its tiles: its 128 x 128 tiles must cover the epilogue's padding (checked).
+template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                          Epilogue epi, typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
-  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert(!AlongN || Cluster == 2, "a cluster along N has 2 CTAs");
   static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
   constexpr int block_n = 128;
   using cfg = config<block_n>;
+  static_assert(detail::tiles_cover_padding<detail::unit_epilogue<Epilogue>, block_m, block_n>,
+                "gemm_pingpong_kernel: the epilogue's output is padded in granules its 128 x 128 tiles do not cover, and this kernel "
+                "writes no padding beyond its tiles (use gemm_kernel, which does)");
   constexpr int stages = cfg::stages;
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  const typename Schedule::template cta<cfg, Cluster> sched(prm, sched_args, 1);  // all threads together
+  const typename Schedule::template cta<cfg, Cluster, AlongN> sched(prm, sched_args, 1);  // all threads together
   const int k_iters = sched.k_iters;
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
@@ -193,13 +149,13 @@ __global__ void __launch_bounds__(threads, 1)
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) detail::produce<cfg, Cluster>(ring, tma_x, tma_w, sched);
+    if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
-    const std::uint32_t a_desc0 = detail::descriptor_low(ring.a), b_desc0 = detail::descriptor_low(ring.b);
+    const detail::mainloop<cfg, Cluster, 2, InFlight> mma{detail::descriptor_low(ring.a), detail::descriptor_low(ring.b), leader, thread};
     int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
     for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
@@ -208,41 +164,12 @@ __global__ void __launch_bounds__(threads, 1)
         turn_phase ^= 1;
       }
       const work_unit u = sched.at(unit);
-      int stage = position % stages;
-      std::uint32_t phase = static_cast<std::uint32_t>(position / stages) & 1u;
+      detail::ring_cursor cursor{position % stages, static_cast<std::uint32_t>(position / stages) & 1u};
       float acc[2][block_n / 2];  // rows 0..63 and 64..127 of the tile
-#pragma unroll
-      for (int i = 0; i < block_n / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
-      for (int k = 0; k < k_iters; ++k) {
-        detail::wait_parity(&ring.full[stage], phase);
-        const std::uint32_t desc_a = a_desc0 + stage * (cfg::a_stage_bytes >> 4);
-        const std::uint32_t desc_b = b_desc0 + stage * (cfg::b_stage_bytes >> 4);
-        detail::fence_accumulators(acc[0]);
-        detail::fence_accumulators(acc[1]);
-        detail::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < block_k / 16; ++kk) {
-          detail::wgmma_m64n128k16_bf16(acc[0], desc_a + 2 * kk, desc_b + 2 * kk);
-          detail::wgmma_m64n128k16_bf16(acc[1], desc_a + (64 * 128 >> 4) + 2 * kk, desc_b + 2 * kk);
-        }
-        detail::wgmma_commit();
-        detail::wgmma_wait<InFlight>();
-        detail::fence_accumulators(acc[0]);
-        detail::fence_accumulators(acc[1]);
-        // The MMAs of K step k - InFlight have finished reading their stage.
-        if (k >= InFlight && leader) detail::release_slot<Cluster>(&ring.empty[(stage + stages - InFlight) % stages]);
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
+      decltype(mma)::clear(acc);
+      mma.run(ring, acc, k_iters, cursor);
       if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
-      detail::wgmma_wait<0>();
-      detail::fence_accumulators(acc[0]);
-      detail::fence_accumulators(acc[1]);
-      if (thread == 0) {
-        for (int d = 1; d <= InFlight && d <= k_iters; ++d) detail::release_slot<Cluster>(&ring.empty[(stage + stages - d) % stages]);
-      }
+      mma.drain(ring, acc, k_iters, cursor);
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
       const auto& tile_epi = detail::epilogue_for(epi, u);  // rows of the unit's group
       tile_epi.warpgroup(acc[0], row0, col0);
@@ -256,4 +183,4 @@ __global__ void __launch_bounds__(threads, 1)
 #endif
 }
 
-}  // namespace l1_gemm::sm90
+}  // namespace fp4fuse::gemm::sm90

@@ -1,0 +1,39 @@
+#pragma once
+// The host side of the grouped (MoE) sm_90a GEMM: the launch of a grouped plan (plan.cuh) with
+// the grouped schedule (grouped_schedule.cuh) on the dense GEMM's kernels.
+#include <cuda/cmath>
+#include <algorithm>
+
+#include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
+#include "fp4fuse/gemm/sm90/launch.cuh"
+
+namespace fp4fuse::gemm::sm90 {
+
+/// Launches the grouped GEMM: for every group g, D_g = X[offsets[g] : offsets[g+1]] * W_g^T with
+/// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). The
+/// caller (grouped.cuh) has validated the arguments and checked that the device runs the sm_90a
+/// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
+/// not read), so the launch is the same for any routing of `rows` rows.
+template <class Epilogue>
+result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int N, int K, int groups, const std::int32_t* offsets,
+                      const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
+  const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups);
+  const params prm{rows, N, K, 1, nullptr, nullptr};
+  const grouped_arguments args{offsets, groups};
+  // An upper bound of the units: every group's row blocks, rounded up per group.
+  const int tiles_n = cuda::ceil_div(N, p.block_n);
+  const int cluster_m = p.along_n ? 1 : p.cluster, cluster_n = p.along_n ? p.cluster : 1;
+  const long long bound = (static_cast<long long>(rows) / p.block_m / cluster_m + groups + 1) * cuda::ceil_div(tiles_n, cluster_n);
+  const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
+  const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
+  using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
+  return grouped_kernels::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
+    return launch_tiles<decltype(shape), schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+  });
+}
+
+}  // namespace fp4fuse::gemm::sm90

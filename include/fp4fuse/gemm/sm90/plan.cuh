@@ -1,0 +1,255 @@
+#pragma once
+// What a launch of the sm_90a GEMM is: the tile shapes and their ring depth (config), the kernel's
+// arguments (params), the kernel instances that exist (one list per launcher: the dispatch
+// table's rows, kernel_list), and the host's choice of tile shape, K split and schedule for a
+// problem (plan, cluster_for, validate_plan; plan_grouped, valid).
+#include <cuda/cmath>
+#include <cstddef>
+
+#include "fp4fuse/status.hpp"
+
+namespace fp4fuse::gemm::sm90 {
+
+
+constexpr int block_m = 128, block_k = 64;
+constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int ring_bytes = 192 * 1024;
+/// sm_90's shared memory per CTA (static and dynamic): 227 KiB.
+constexpr std::size_t max_smem_per_cta = 227 * 1024;
+
+/// 64 x 32 tiles have one consumer warpgroup; the others two.
+constexpr bool single_consumer_tile(int cols) { return cols == 32; }
+/// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
+constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
+
+/// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
+/// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
+/// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
+/// computes the tile, the other only writes the output's padding: streaming W, not MMA issue,
+/// bounds a decode GEMM, and the 16-stage ring keeps more of W in flight).
+template <int BlockN, int BlockM = block_m>
+struct config {
+  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
+                    (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 32)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
+  static constexpr int block_n = BlockN;  ///< tile columns
+  static constexpr int rows = BlockM;     ///< tile rows
+  static constexpr bool single_consumer = single_consumer_tile(BlockN);  ///< 64 x 32: one consumer warpgroup computes the tile
+  static constexpr int consumers = single_consumer ? 1 : 2;               ///< consumer warpgroups with MMAs
+  static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;  ///< 64-row tiles: the consumers split the columns
+  /// Columns of one consumer's wgmma and its accumulators per thread.
+  static constexpr int consumer_n = consumer_columns(BlockM, BlockN);
+  static constexpr int registers = consumer_n / 2;             ///< accumulators per consumer thread
+  static constexpr int a_stage_bytes = BlockM * block_k * 2;   ///< one X tile of the ring
+  static constexpr int b_stage_bytes = block_n * block_k * 2;  ///< one W tile of the ring
+  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects)
+  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32).
+  static constexpr int stages = ring_bytes / stage_bytes;
+  // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
+  // and one flag per consumer for the split-K hand-off.
+  static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;  ///< dynamic shared memory
+  static_assert(smem_bytes <= max_smem_per_cta, "config: the ring, its barriers and hand-offs must fit in a CTA's shared memory");
+  // descriptor_low (ptx.cuh) keeps 18 bits of a shared address and steps descriptors with 32-bit
+  // adds: every shared address of the CTA must stay below 256 KiB.
+  static_assert(max_smem_per_cta < (std::size_t(1) << 18), "config: shared addresses must fit the descriptors' 18 bits");
+  static_assert(stages >= 2, "config: the ring needs at least two stages");
+};
+
+/// What a launch computes: the shape, the K split, and the split-K workspace.
+struct params {
+  int M;  ///< rows of X and D (a grouped launch: all routed rows)
+  int N;  ///< columns of D (a grouped launch: per group)
+  int K;  ///< the reduction
+  int splits;          ///< K is cut into `splits` ranges of whole 64-column blocks (1: no split)
+  float* partials;     ///< splits * tiles * 2 consumers * fragment floats (splits > 1)
+  unsigned* counters;  ///< tiles * 2 arrival counters, zero between launches (splits > 1)
+};
+
+/// Which kernel instance runs, as the host names it: the tile, the schedule (ping-pong or
+/// cooperative), the ping-pong's MMAs in flight, and the cluster (1 or 2 CTAs; a cluster of 2
+/// along M shares W's tile, along N X's tile, each CTA loading half and multicasting it).
+struct kernel_key {
+  int block_m;    ///< tile rows
+  int block_n;    ///< tile columns
+  int cluster;    ///< CTAs per cluster (1 or 2)
+  bool along_n;   ///< the cluster is along N (X shared) rather than M (W shared)
+  bool pingpong;  ///< the ping-pong kernel (else the cooperative one)
+  int in_flight;  ///< the ping-pong kernel's K steps of MMAs in flight (1 or 2)
+};
+
+/// A kernel instance as a type: the dispatch table's row for `kernel_key`s equal to its values
+/// (in_flight counts for the ping-pong kernel only).
+template <int BlockM, int BlockN, int Cluster, bool Pingpong = false, int InFlight = 2, bool AlongN = false>
+struct tile_shape {
+  static_assert(Cluster == 1 || Cluster == 2, "tile_shape: clusters of 1 or 2 CTAs");
+  static_assert(!AlongN || Cluster == 2, "tile_shape: a cluster along N has 2 CTAs");
+  static_assert(!Pingpong || (BlockM == 128 && BlockN == 128), "tile_shape: the ping-pong kernel's tiles are 128 x 128");
+  static constexpr int m = BlockM;           ///< tile rows
+  static constexpr int n = BlockN;           ///< tile columns
+  static constexpr int cluster = Cluster;    ///< CTAs per cluster
+  static constexpr int in_flight = InFlight;  ///< the ping-pong kernel's K steps in flight
+  static constexpr bool pingpong = Pingpong;  ///< the ping-pong kernel
+  static constexpr bool along_n = AlongN;     ///< a cluster along N
+  /// True when `k` names this instance.
+  static constexpr bool matches(const kernel_key& k) {
+    return k.block_m == m && k.block_n == n && k.cluster == cluster && k.along_n == along_n && k.pingpong == pingpong &&
+           (!pingpong || k.in_flight == in_flight);
+  }
+};
+
+/// The kernel instances a launcher can run: `contains` answers whether a key names one, `dispatch`
+/// calls `f(Shape{})` with the matching row (the launcher's one dispatch table: each launcher
+/// lists its rows once, and instantiates those only).
+template <class... Shapes>
+struct kernel_list {
+  /// True when `k` names one of the instances.
+  static constexpr bool contains(const kernel_key& k) { return (Shapes::matches(k) || ...); }
+  /// `f(Shape{})` for the instance `k` names, or a bad_shape refusal naming `entry_point` and `k`.
+  template <class F>
+  static result dispatch(const kernel_key& k, const char* entry_point, F&& f) {
+    result r = result::with(status::bad_shape, "%s: no kernel instance has %d x %d tiles, %s, cluster %d%s", entry_point, k.block_m, k.block_n,
+                            k.pingpong ? "ping-pong" : "cooperative", k.cluster, k.along_n ? " along N" : "");
+    bool done = false;
+    ((done = done || (Shapes::matches(k) ? (r = f(Shapes{}), true) : false)), ...);
+    return r;
+  }
+};
+
+/// The dense GEMM's instances, unclustered and in clusters of 2 along M.
+using dense_kernels = kernel_list<tile_shape<128, 256, 1>, tile_shape<128, 192, 1>, tile_shape<128, 128, 1>, tile_shape<64, 256, 1>,
+                                  tile_shape<64, 128, 1>, tile_shape<64, 64, 1>, tile_shape<64, 32, 1>, tile_shape<128, 128, 1, true, 1>,
+                                  tile_shape<128, 128, 1, true, 2>, tile_shape<128, 256, 2>, tile_shape<128, 192, 2>, tile_shape<128, 128, 2>,
+                                  tile_shape<64, 256, 2>, tile_shape<64, 128, 2>, tile_shape<64, 64, 2>, tile_shape<64, 32, 2>,
+                                  tile_shape<128, 128, 2, true, 1>, tile_shape<128, 128, 2, true, 2>>;
+
+/// Tile shape, K split and schedule of a launch.
+struct launch_plan {
+  int block_n;  ///< tile columns
+  int splits;   ///< K splits (1: none)
+  int units;    ///< work units (tiles x splits, with clusters pairs of tiles); the launcher fills it in
+  int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
+  int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
+  int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 256, 64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
+};
+
+/// The plan for a problem: the tile shape and K split with the least estimated time on the
+/// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
+/// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
+/// (128 x 192: three quarters of the work, 3% dearer; 128 x 128: half the work, 10% dearer; 64-row tiles: a quarter or an eighth of the work, dearer
+/// per MMA since both consumers read the same X tile), and with K split the workspace round trip
+/// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
+/// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
+/// epilogue behind the other consumer's mainloop (bench/HISTORY.md, third session: for every epilogue once the
+/// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
+/// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
+/// tiles fill 3/4 or more of the SMs in one wave.
+inline launch_plan plan(int M, int N, int K, int sms) {
+  const int k_iters = cuda::ceil_div(K, block_k);
+  struct tile {
+    int rows, cols;
+    double cost_per_step;
+  };
+  constexpr tile tiles_tried[] = {{128, 256, 1.0}, {128, 192, 0.77}, {128, 128, 0.55}, {64, 128, 0.3}, {64, 64, 0.18}};
+  launch_plan best{256, 1, 0};
+  double best_cost = 1e300;
+  for (const tile& t : tiles_tried) {
+    const int tiles = cuda::ceil_div(M, t.rows) * cuda::ceil_div(N, t.cols);
+    for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
+      const int units = tiles * splits;
+      const int waves = cuda::ceil_div(units, sms);
+      const int k_per_unit = cuda::ceil_div(k_iters, splits);
+      const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
+      if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
+        best_cost = cost;
+        best = {t.cols, splits, units, 0, -1, 0, t.rows};
+      }
+    }
+  }
+  const int tiles128 = cuda::ceil_div(M, block_m) * cuda::ceil_div(N, 128);
+  if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms) best = {128, 1, tiles128, 0, 1, 2};
+  // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
+  // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
+  // workspace round trip (bench/HISTORY.md, fourth session: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
+  // split 2). Fewer tiles would leave SMs idle for all of K.
+  const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
+  const bool one_row_block = M <= 64;  // measured there; with two, clusters of 2 would pair them (not measured)
+  if (one_row_block && best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) {
+    best = {32, 1, tiles32, 0, -1, 0, 64};
+  }
+  return best;
+}
+
+/// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
+/// least two row blocks, else 1.
+inline int cluster_for(const launch_plan& lp, int M) {
+  if (lp.cluster != 0) return lp.cluster;
+  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 ? 2 : 1;
+}
+
+/// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
+/// 64 x 256, 64 x 128, 64 x 64 or 64 x 32 cooperative tiles, the 128 x 128 ping-pong with 1 or 2
+/// K steps in flight), 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only
+/// unsplit. Refusals say which.
+inline result validate_plan(const launch_plan* p) {
+  if (p == nullptr) return {};
+  const char* entry = "fp4fuse::gemm::sm90::validate_plan";
+  if (p->pingpong < -1 || p->pingpong > 1 || p->in_flight < 0 || p->in_flight > 2) {
+    return result::with(status::bad_shape, "%s: pingpong = %d must be -1, 0 or 1 and in_flight = %d 0, 1 or 2", entry, p->pingpong, p->in_flight);
+  }
+  const bool pp = p->pingpong == 1;
+  const kernel_key k{p->block_m, p->block_n, 1, false, pp, p->in_flight == 0 ? 2 : p->in_flight};
+  if (!dense_kernels::contains(k)) {
+    return result::with(status::bad_shape, "%s: no dense kernel has %d x %d %s tiles", entry, p->block_m, p->block_n, pp ? "ping-pong" : "cooperative");
+  }
+  if (p->splits < 1 || p->splits > 16 || (pp && p->splits != 1)) {
+    return result::with(status::bad_shape, "%s: splits = %d must be in [1, 16], and 1 for the ping-pong kernel", entry, p->splits);
+  }
+  if (!(p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1))) {
+    return result::with(status::bad_shape, "%s: cluster = %d must be 0 (choose), 1, or 2 without a K split", entry, p->cluster);
+  }
+  return {};
+}
+
+/// The tile shape and schedule of a grouped (MoE) launch (grouped_schedule.cuh): cooperative
+/// tiles of 64 x 256, 64 x 128, 128 x 256 or 128 x 128, or the ping-pong kernel's 128 x 128; clusters
+/// of 1, or 2 (pairs of an expert's row blocks sharing W by multicast).
+struct grouped_plan {
+  int block_m = 128;      ///< tile rows
+  int block_n = 256;      ///< tile columns
+  int cluster = 1;        ///< CTAs per cluster (1 or 2)
+  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
+  bool along_n = false;  ///< cluster of 2 along N (the ping-pong kernel only): pairs of column tiles share the X tile by multicast
+  /// The dispatch table's key of this plan.
+  constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }
+};
+
+/// The grouped GEMM's instances: cooperative 64 x 256, 64 x 128, 128 x 256, 128 x 128 and the ping-pong
+/// 128 x 128 (2 K steps in flight), unclustered and in clusters of 2 along M, and the ping-pong in
+/// clusters of 2 along N (X multicast).
+using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 1>, tile_shape<128, 256, 1>, tile_shape<128, 128, 1>,
+                                    tile_shape<128, 128, 1, true, 2>, tile_shape<64, 256, 2>, tile_shape<64, 128, 2>,
+                                    tile_shape<128, 256, 2>, tile_shape<128, 128, 2>, tile_shape<128, 128, 2, true, 2>,
+                                    tile_shape<128, 128, 2, true, 2, true>>;
+
+/// True when `p` names a kernel of the grouped GEMM.
+inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::contains(p.key()); }
+
+/// The plan for `rows` routed rows over `experts` experts, from the rows per expert were all
+/// experts routed to (rows / experts): the host never reads the routing, so the plan cannot depend
+/// on it. Up to 64 rows per expert (decode: the launch streams the experts' W, and X is small)
+/// 64 x 256 cooperative tiles, whose X tile is a fifth of the bytes each K step brings in; up to
+/// 512, the ping-pong kernel's 128 x 128 tiles in clusters of 2 along N (most experts have one or
+/// two row blocks, which clusters along M would pair with an empty one; pairs of column tiles share
+/// the X tile instead, a quarter less L2-to-SM traffic: DeepSeek-V3 T = 4096 0.83x / 0.89x the time
+/// without clusters, GPT-OSS 0.99x / 1.01x, bench/RESULTS.md; the ping-pong hides each tile's
+/// epilogue behind the other consumer's mainloop); beyond, the ping-pong kernel with clusters of 2
+/// along M, which halve W's L2 traffic, as in the dense GEMM at large T.
+inline grouped_plan plan_grouped(int rows, int experts) {
+  const double per_expert = static_cast<double>(rows) / experts;
+  if (per_expert <= 64) return {64, 256, 1, false};
+  if (per_expert < 512) return {128, 128, 2, true, true};
+  return {128, 128, 2, true};
+}
+
+}  // namespace fp4fuse::gemm::sm90
