@@ -208,3 +208,133 @@ TEST_CASE("cutlass sm90: can_implement names the argument that does not fit", "[
   const auto args = coop_node::arguments(128, 256, 64, nullptr, nullptr, nullptr, fusion);
   CHECK(coop_node::Gemm::can_implement(args) != cutlass::Status::kSuccess);
 }
+
+// The ptr-array grouped GEMM: group e = expert e, the offsets only in device memory (the problem
+// shapes and pointers are filled on the device from them). Each expert's packed rows and scale
+// block must equal the dense node GEMM's output for that expert alone, byte for byte (its padding
+// included); scale bytes outside every expert's block (the layout's slack) stay untouched.
+namespace sm90_node_test {
+
+template <class ExpertStart>
+using grouped = sm90_grouped_gemm<tile_128x256, cluster_2x1, 64, grouped_node_op<nvfp4, ExpertStart>>;
+
+template <class ExpertStart>
+void check_grouped(const std::vector<int>& counts, int N, int K, bool per_expert, const char* name) {
+  using G = grouped<ExpertStart>;
+  using GL = fp4fuse::scale_layout::grouped_swizzled_128x4<ExpertStart>;
+  using L = fp4fuse::scale_layout::swizzled_128x4;
+  const int E = static_cast<int>(counts.size()), I = N / 2;
+  std::vector<int> offsets(E + 1, 0);
+  for (int e = 0; e < E; ++e) offsets[e + 1] = offsets[e] + counts[e];
+  const int T = offsets[E];
+  INFO(name << ": " << E << " experts, " << T << " rows, N = " << N << ", K = " << K << (per_expert ? ", per-expert S and bias" : ""));
+  auto g = rng(name);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<cutlass::bfloat16_t> x(std::size_t(std::max(T, 1)) * K), w(std::size_t(E) * N * K);
+  for (auto& v : x) v = cutlass::bfloat16_t(normal(g));
+  const float w_scale = 3.0f / std::sqrt(static_cast<float>(K));
+  for (auto& v : w) v = cutlass::bfloat16_t(normal(g) * w_scale);
+  std::vector<float> bias(std::size_t(E) * N), S(E);
+  for (auto& v : bias) v = normal(g);
+  std::uniform_real_distribution<float> s_dist(100.0f, 1000.0f);
+  for (auto& v : S) v = s_dist(g);
+  device_buffer<cutlass::bfloat16_t> d_x(x.size()), d_w(w.size());
+  d_x.upload(x);
+  d_w.upload(w);
+  device_buffer<float> d_bias(bias.size()), d_S(S.size());
+  d_bias.upload(bias);
+  d_S.upload(S);
+  device_buffer<int> d_offsets(E + 1);
+  d_offsets.upload(offsets);
+
+  const GL layout{T, I / 16, E, d_offsets.p};
+  const std::int64_t ld = I / 2;
+  device_buffer<std::uint8_t> packed(std::size_t(std::max(T, 1)) * ld), scales(layout.size_bytes());
+  FP4FUSE_TEST_CUDA(cudaMemset(packed.p, 0xA5, packed.n));
+  FP4FUSE_TEST_CUDA(cudaMemset(scales.p, 0xA5, scales.n));
+  device_buffer<float> d_amax(1);
+  FP4FUSE_TEST_CUDA(cudaMemset(d_amax.p, 0, sizeof(float)));
+
+  typename G::device_problem p{};
+  device_buffer<typename G::ProblemShape::UnderlyingProblemShape> shapes(E);
+  device_buffer<const cutlass::bfloat16_t*> pa(E), pb(E);
+  device_buffer<typename G::StrideA> sa(E);
+  device_buffer<typename G::StrideB> sb(E);
+  device_buffer<typename G::StrideC> sc(E);
+  device_buffer<typename G::StrideD> sd(E);
+  p = {shapes.p, pa.p, pb.p, sa.p, sb.p, sc.p, sd.p};
+  make_grouped_problem<G><<<1, 64>>>(p, d_offsets.p, E, d_x.p, d_w.p, N, K);
+  FP4FUSE_TEST_LAUNCHED();
+  typename G::FusionArguments fusion{};
+  fusion.out = {packed.p, ld, scales.p, layout};
+  fusion.encode_scale = d_S.p;
+  fusion.encode_scale_group_stride = per_expert ? 1 : 0;
+  fusion.bias = per_expert ? d_bias.p : nullptr;
+  fusion.bias_group_stride = per_expert ? N : 0;
+  fusion.amax = d_amax.p;
+  int sms = 0;
+  FP4FUSE_TEST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  run_gemm<G>(G::arguments(E, p, fusion, sms));
+
+  const auto got_packed = packed.host(), got_scales = scales.host();
+  const float got_amax = d_amax.host()[0];
+  std::vector<bool> in_band(got_scales.size(), false);
+  const GL host_layout{T, I / 16, E, offsets.data()};
+  float want_amax = 0.0f;
+  std::size_t compared = 0, bad = 0;
+  for (int e = 0; e < E; ++e) {
+    const int M = counts[e];
+    if (M == 0) continue;
+    // The dense node GEMM on expert e alone.
+    const L dl{M, I / 16};
+    device_buffer<std::uint8_t> dp(std::size_t(M) * ld), ds(dl.size_bytes());
+    FP4FUSE_TEST_CUDA(cudaMemset(dp.p, 0x5A, dp.n));
+    FP4FUSE_TEST_CUDA(cudaMemset(ds.p, 0x5A, ds.n));
+    device_buffer<float> da(1);
+    FP4FUSE_TEST_CUDA(cudaMemset(da.p, 0, sizeof(float)));
+    typename coop_node::FusionArguments df{};
+    df.out = {dp.p, ld, ds.p, dl};
+    df.encode_scale = d_S.p + (per_expert ? e : 0);
+    df.bias = per_expert ? d_bias.p + std::size_t(e) * N : nullptr;
+    df.amax = da.p;
+    run_gemm<coop_node>(coop_node::arguments(M, N, K, d_x.p + std::size_t(offsets[e]) * K, d_w.p + std::size_t(e) * N * K, nullptr, df));
+    const auto want_packed = dp.host(), want_scales = ds.host();
+    want_amax = std::max(want_amax, da.host()[0]);
+    for (std::size_t i = 0; i < want_packed.size(); ++i, ++compared) {
+      if (got_packed[std::size_t(offsets[e]) * ld + i] != want_packed[i] && bad++ < 5) UNSCOPED_INFO("expert " << e << " packed byte " << i);
+    }
+    const auto block = host_layout.expert(e);
+    const std::size_t base = std::size_t(block.start_row) * host_layout.padded_cols();
+    for (std::size_t i = 0; i < want_scales.size(); ++i, ++compared) {
+      in_band[base + i] = true;
+      if (got_scales[base + i] != want_scales[i] && bad++ < 5) UNSCOPED_INFO("expert " << e << " scale byte " << i);
+    }
+  }
+  std::size_t slack = 0, slack_written = 0;
+  for (std::size_t i = 0; i < got_scales.size(); ++i) {
+    if (!in_band[i]) {
+      ++slack;
+      slack_written += got_scales[i] != 0xA5;
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(slack_written == 0);
+  CHECK(fp4fuse_test::bits_of(got_amax) == fp4fuse_test::bits_of(want_amax));
+  std::printf("%s: %d experts, T=%d N=%d K=%d: %zu bytes identical to the dense node per expert, %zu slack scale bytes untouched, amax %g\n",
+              name, E, T, N, K, compared - bad, slack - slack_written, static_cast<double>(got_amax));
+}
+
+}  // namespace sm90_node_test
+
+TEST_CASE("cutlass sm90 ptr-array grouped: each expert == the dense node on that expert", "[gpu]") {
+  using namespace fp4fuse::scale_layout::expert_start;
+  const std::vector<int> edges = {0, 1, 127, 128, 129, 300, 15, 256, 0, 64};
+  check_grouped<padded_prefix_sum>(edges, 768, 256, false, "grouped padded_prefix_sum");
+  check_grouped<offset_bound>(edges, 768, 256, true, "grouped offset_bound");
+  auto g = rng("grouped routing");
+  std::vector<int> skewed(16);
+  std::uniform_int_distribution<int> count(0, 400);
+  for (auto& c : skewed) c = count(g);
+  check_grouped<offset_bound>(skewed, 4096, 512, false, "grouped offset_bound DeepSeek-V3 N");
+  check_grouped<padded_prefix_sum>(skewed, 2880 * 2, 512, true, "grouped padded_prefix_sum GPT-OSS N");
+}

@@ -32,97 +32,10 @@
 #include <cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp>
 #include <cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp>
 
+#include "fp4fuse/cutlass/detail/library.hpp"
 #include "fp4fuse/cutlass/swiglu_quantize_operation.hpp"
-#include "fp4fuse/epilogue/output_amax.cuh"
-#include "fp4fuse/epilogue/row.cuh"
-#include "fp4fuse/epilogue/scale_padding.cuh"
-#include "fp4fuse/epilogue/swiglu_quantize.cuh"
-#include "fp4fuse/epilogue/tile_origin.cuh"
-#include "fp4fuse/nvfp4.cuh"
-#include "fp4fuse/mxfp4.cuh"
-#include "fp4fuse/quantized_matrix.cuh"
-#include "fp4fuse/scale_layout.cuh"
 
 namespace fp4fuse::cutlass_ext {
-
-/// What the node needs from a kernel launch (host side): where the FP4 output goes and how it is
-/// scaled. `Params` is the same struct.
-template <class Op>
-struct SwiGluQuantizeArguments {
-  using Format = typename Op::format_type;
-  /// The output [M, I]: packed bytes (ld_packed bytes per row) and scales in `Op::layout_type`.
-  quantized_matrix<Format, typename Op::layout_type> out{};
-  /// NVFP4: the global encode scale S in device memory; MXFP4: nullptr.
-  const float* encode_scale = nullptr;
-  /// The activation (its runtime parameters, e.g. `swiglu_clamped`'s limit, travel with it).
-  typename Op::activation_type activation{};
-  /// Per-column fp32 bias of the [M, 2I] accumulator in its gate/up interleaved column order
-  /// (2I values), added before the activation; nullptr: none.
-  const float* bias = nullptr;
-  /// Output amax max |act(gate) * up| over the matrix (NaN ignored), atomically combined: set to +0
-  /// before the GEMM; nullptr: not computed.
-  float* amax = nullptr;
-};
-
-namespace detail {
-
-/// Every call from the node into fp4fuse's epilogue, in one place. The node decides what is where
-/// (which registers hold which rows and columns of which tile); these do the numerics.
-template <class Op>
-struct library {
-  using Format = typename Op::format_type;
-  using Layout = typename Op::layout_type;
-  using codec_type = block_codec<Format>;
-
-  /// The codec of the output's global scale (MXFP4's ignores it).
-  CUTLASS_DEVICE static codec_type codec(const SwiGluQuantizeArguments<Op>& p) {
-    return codec_type(p.encode_scale != nullptr ? *p.encode_scale : 1.0f);
-  }
-
-  /// One warp's 16-row tile `acc` (mma.sync m16n8 order) at `origin`: bias, activation, block
-  /// quantization and the stores of packed bytes and scales. Returns the lane's output-amax partial.
-  /// Warp-collective.
-  template <int Tiles>
-  CUTLASS_DEVICE static float quantize_warp_tile(float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
-                                                 const codec_type& codec, int lane) {
-    if (p.bias != nullptr) {
-      add_column_bias(acc, column_bias{p.bias + origin.gate_up_col, 2 * p.out.cols() - origin.gate_up_col}, lane);
-    }
-    return swiglu_quantize_mma_epilogue<typename Op::gate_up_type, typename Op::intermediate_type>(acc, origin, p.activation, codec, p.out);
-  }
-
-  /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
-  CUTLASS_DEVICE static void pad_beyond_grid(const SwiGluQuantizeArguments<Op>& p, scale_tile_grid grid, scale_region part, int thread,
-                                             int threads) {
-    write_scale_padding_beyond_grid(p.out, grid, part, thread, threads);
-  }
-
-  /// The warp's output-amax partials into `*p.amax`. Warp-collective.
-  CUTLASS_DEVICE static void amax(const SwiGluQuantizeArguments<Op>& p, float lane_partial) {
-    combine_output_amax(p.amax, lane_partial);
-  }
-};
-
-/// The first failed requirement of a problem for the node, as a sentence, or nullptr.
-template <class Op>
-inline const char* problem_error(long long M, long long N, long long L, const SwiGluQuantizeArguments<Op>& a) {
-  using Format = typename Op::format_type;
-  constexpr long long block = Format::block_size;
-  if (L != 1) return "fp4fuse SwiGluQuantize: the batch count L must be 1 (one output matrix)";
-  if (N % (2 * block) != 0) return "fp4fuse SwiGluQuantize: N = 2I must be a multiple of 2 * block size (32 NVFP4, 64 MXFP4), whole blocks of I";
-  if (a.out.packed == nullptr || a.out.scales == nullptr) return "fp4fuse SwiGluQuantize: out.packed and out.scales must be device pointers";
-  if (a.out.rows() != M) return "fp4fuse SwiGluQuantize: out.layout.rows must equal the GEMM's M";
-  if (2 * a.out.cols() != N) return "fp4fuse SwiGluQuantize: out.layout.scale_cols * block size must equal N / 2 (the GEMM's N is gate and up)";
-  constexpr long long store = block / 2;  // one block's packed bytes: stored as one 8- (NVFP4) or 16-byte (MXFP4) vector
-  if (a.out.ld_packed < N / 4 || a.out.ld_packed % store != 0) return "fp4fuse SwiGluQuantize: out.ld_packed must be >= I / 2 and a multiple of 8 (NVFP4) or 16 (MXFP4) bytes";
-  if (reinterpret_cast<cuda::std::uintptr_t>(a.out.packed) % store != 0) return "fp4fuse SwiGluQuantize: out.packed must be 8- (NVFP4) or 16-byte (MXFP4) aligned";
-  if (fp4fuse::detail::is_nvfp4<Format> && a.encode_scale == nullptr) return "fp4fuse SwiGluQuantize: NVFP4 needs the global encode scale S in device memory (encode_scale)";
-  if (!fp4fuse::detail::is_nvfp4<Format> && a.encode_scale != nullptr) return "fp4fuse SwiGluQuantize: MXFP4 has no global scale; encode_scale must be nullptr";
-  if (a.bias != nullptr && reinterpret_cast<cuda::std::uintptr_t>(a.bias) % 4 != 0) return "fp4fuse SwiGluQuantize: bias must be 4-byte aligned";
-  return nullptr;
-}
-
-}  // namespace detail
 
 /// The sm90 EVT node: a store node over one child, the accumulator (`Sm90AccFetch`). Its
 /// requirements are checked at compile time (tile shapes) and by `can_implement` (the problem).
@@ -191,14 +104,17 @@ struct Sm90SwiGluQuantize {
     CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, cuda::std::int64_t first_row, cuda::std::int64_t first_col, TileCoord tile,
                                           cuda::std::int64_t M, cuda::std::int64_t N, int thread_idx, Params const& params)
         : tCcD(tCcD), first_row(first_row), first_col(first_col), tile(tile), M(M), N(N), thread_idx(thread_idx), params(params),
-          codec(detail::library<Op>::codec(params)) {}
+          group(static_cast<int>(cute::get<3>(tile))), out(detail::library<Op>::group_output(params, group, M)),
+          codec(detail::library<Op>::codec(params, group)) {}
 
     ThrCoordTensor tCcD;                // (R2S, R2S_M, R2S_N, EPI_M, EPI_N): the thread's coordinates relative to its first
-    cuda::std::int64_t first_row, first_col;  // the thread's first accumulator's row and column in D
-    TileCoord tile;
+    cuda::std::int64_t first_row, first_col;  // the thread's first accumulator's row and column in D (of its group)
+    TileCoord tile;                     // (m, n, k, l): l is the group of a grouped GEMM
     cuda::std::int64_t M, N;
     int thread_idx;
     Params const& params;
+    int group;
+    typename detail::library<Op>::dense_output out;
     typename detail::library<Op>::codec_type codec;
     float lane_amax = 0.0f;
 
@@ -237,7 +153,7 @@ struct Sm90SwiGluQuantize {
       if (!layout_ok) __trap();
       const int lane = thread_idx % 32;
       const tile_origin origin{first_row + sub_m * epi_m - lane / 4, first_col + sub_n * epi_n - 2 * (lane % 4)};
-      lane_amax = fp4fuse::detail::max_num(lane_amax, detail::library<Op>::quantize_warp_tile(acc, origin, params, codec, lane));
+      lane_amax = fp4fuse::detail::max_num(lane_amax, detail::library<Op>::quantize_warp_tile(acc, origin, params, out, group, codec, lane));
     }
 
     CUTLASS_DEVICE void end() {
@@ -247,7 +163,7 @@ struct Sm90SwiGluQuantize {
       const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(get<1>(tile)) * scale_tile_cols;
       const scale_tile_grid grid{{tile_m, scale_tile_cols},
                                  {(M + tile_m - 1) / tile_m * tile_m, (N + tile_n - 1) / tile_n * scale_tile_cols}};
-      detail::library<Op>::pad_beyond_grid(params, grid, scale_region{m0, c0, {tile_m, scale_tile_cols}}, thread_idx, Threads);
+      detail::library<Op>::pad_beyond_grid(out, grid, scale_region{m0, c0, {tile_m, scale_tile_cols}}, thread_idx, Threads);
       if (params.amax != nullptr) detail::library<Op>::amax(params, lane_amax);
     }
   };
@@ -282,6 +198,9 @@ struct FusionCallbacks<epilogue::Sm90TmaWarpSpecialized<StagesC, StagesD, Fragme
   using Operation = fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>;
   using Node = fp4fuse::cutlass_ext::Sm90SwiGluQuantize<Operation, CtaTileShapeMNK, EpilogueTile>;
   using Impl = Sm90EVT<Node, Sm90AccFetch>;
+  static_assert(!fp4fuse::scale_layout::is_grouped<Layout>,
+                "fp4fuse SwiGluQuantize: a grouped scale layout needs CUTLASS's ptr-array grouped GEMM (KernelPtrArrayTmaWarpSpecialized*), "
+                "not the dense GemmUniversal");
 
   /// The fields of `fp4fuse::cutlass_ext::SwiGluQuantizeArguments`, flat, as CUTLASS's callbacks name theirs.
   struct Arguments {
@@ -293,6 +212,43 @@ struct FusionCallbacks<epilogue::Sm90TmaWarpSpecialized<StagesC, StagesD, Fragme
 
     operator typename Impl::Arguments() const {
       return {{}, fp4fuse::cutlass_ext::SwiGluQuantizeArguments<Operation>{out, encode_scale, activation, bias, amax}};
+    }
+  };
+
+  using Impl::Impl;
+};
+
+/// The same node in CUTLASS's ptr-array grouped GEMM (`KernelPtrArrayTmaWarpSpecializedCooperative`
+/// / `Pingpong` with `GroupProblemShape`): group e writes expert e's rows and its block of the grouped
+/// scale layout (`Layout` = `scale_layout::grouped_swizzled_128x4<ExpertStart>`, offsets in device
+/// memory); group e's M must be expert e's row count.
+template <int StagesC, int StagesD, int FragmentSize, bool ReuseSmemC, bool DelayTmaStore, int NumEpilogueWarpGroups, class Format,
+          class Activation, class Layout, class GateUp, class Intermediate, class CtaTileShapeMNK, class EpilogueTile>
+struct FusionCallbacks<epilogue::Sm90PtrArrayTmaWarpSpecialized<StagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore, NumEpilogueWarpGroups>,
+                       fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>
+    : Sm90EVT<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>,
+                                                        CtaTileShapeMNK, EpilogueTile>,
+              Sm90AccFetch> {
+  using Operation = fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>;
+  using Node = fp4fuse::cutlass_ext::Sm90SwiGluQuantize<Operation, CtaTileShapeMNK, EpilogueTile>;
+  using Impl = Sm90EVT<Node, Sm90AccFetch>;
+  static_assert(fp4fuse::scale_layout::is_grouped<Layout>,
+                "fp4fuse SwiGluQuantize: the ptr-array grouped GEMM writes a grouped scale layout (scale_layout::grouped_swizzled_128x4<ExpertStart>)");
+
+  /// The fields of `fp4fuse::cutlass_ext::SwiGluQuantizeArguments`, flat.
+  struct Arguments {
+    fp4fuse::quantized_matrix<Format, Layout> out{};
+    const float* encode_scale = nullptr;
+    Activation activation{};
+    const float* bias = nullptr;
+    float* amax = nullptr;
+    cuda::std::int64_t encode_scale_group_stride = 0;
+    cuda::std::int64_t bias_group_stride = 0;
+
+    operator typename Impl::Arguments() const {
+      return {{},
+              fp4fuse::cutlass_ext::SwiGluQuantizeArguments<Operation>{out, encode_scale, activation, bias, amax, encode_scale_group_stride,
+                                                                       bias_group_stride}};
     }
   };
 

@@ -13,6 +13,7 @@
 /// using Op = fp4fuse::cutlass_ext::SwiGluQuantize<fp4fuse::format::nvfp4<>, fp4fuse::activation::swiglu>;
 /// // CollectiveBuilder<Sm90, TmaWarpSpecialized..., void, LayoutC, 8, void, LayoutD, 8, Schedule, Op>
 /// \endcode
+#include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
 #include <cutlass/epilogue/fusion/operations.hpp>
@@ -30,7 +31,9 @@ namespace fp4fuse::cutlass_ext {
 ///                      or `format::mxfp4<Recipe>` (UE8M0 scales)
 /// \tparam Activation   `activation::swiglu`, `swiglu_clamped`, `geglu_tanh`, ... (by value in the arguments)
 /// \tparam Layout       the scale layout: `scale_layout::swizzled_128x4` (what Blackwell's block-scaled
-///                      MMAs read) or `scale_layout::linear`
+///                      MMAs read) or `scale_layout::linear` for the dense GEMM;
+///                      `scale_layout::grouped_swizzled_128x4<ExpertStart>` for the ptr-array grouped
+///                      GEMM (group e = expert e, its rows [expert_offsets[e], expert_offsets[e + 1]))
 /// \tparam GateUp       the B operand's gate/up column order; only `gate_up::interleaved<8>` (the
 ///                      accumulator fragment then holds gate and up in neighbouring n8 tiles)
 /// \tparam Intermediate `intermediate::fp32` (h in fp32) or `intermediate::bf16` (h rounded to BF16 first)
@@ -41,8 +44,6 @@ struct SwiGluQuantize : cutlass::epilogue::fusion::FusionOperation {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
                 "fp4fuse::cutlass_ext::SwiGluQuantize: the accumulator fragment form needs gate and up interleaved by 8 along N "
                 "(gate_up::interleaved<8>: B's rows 16k..16k+7 gate, 16k+8..16k+15 up); reorder the weight first");
-  static_assert(!scale_layout::is_grouped<Layout>,
-                "fp4fuse::cutlass_ext::SwiGluQuantize: a grouped scale layout belongs to the grouped GEMM's operation, not the dense one");
   using format_type = Format;
   using activation_type = Activation;
   using layout_type = Layout;
@@ -59,8 +60,10 @@ struct SwiGluQuantize : cutlass::epilogue::fusion::FusionOperation {
   // CUTLASS's own block-scale path (sm100 builders) would take over the scale factor store: off.
   static constexpr bool IsBlockScaleSupported = false;
   using ElementBlockScaleFactor = cuda::std::conditional_t<fp4fuse::detail::is_nvfp4<Format>, cutlass::float_ue4m3_t, cutlass::float_ue8m0_t>;
-  /// Not an aux tensor: the type the sm90 collective sizes its (unused, D = void) register staging with.
-  using ElementAux = float;
+  /// Not an aux tensor: with D = void the sm90 collective still sizes an (unused) shared-memory D
+  /// buffer and its register staging with this type; one byte keeps that buffer small, so the
+  /// mainloop gets as many stages as the same GEMM writing BF16 (with float it got one fewer).
+  using ElementAux = cuda::std::uint8_t;
 };
 
 }  // namespace fp4fuse::cutlass_ext
