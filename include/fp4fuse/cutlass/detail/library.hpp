@@ -1,7 +1,7 @@
 #pragma once
 /// \file cutlass/detail/library.hpp
 /// The CUTLASS nodes' arguments and every call they make into fp4fuse, in one place: the nodes
-/// (sm90_swiglu_quantize.hpp, sm100_swiglu_quantize.hpp) decide which registers hold which rows and
+/// (sm90_swiglu_quantize.hpp) decide which registers hold which rows and
 /// columns of which tile; the functions here do the numerics, the stores and the padding.
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
@@ -10,7 +10,6 @@
 
 #include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
-#include "fp4fuse/epilogue/row_store.cuh"
 #include "fp4fuse/epilogue/scale_padding.cuh"
 #include "fp4fuse/epilogue/swiglu_quantize.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
@@ -88,21 +87,6 @@ struct library {
       add_column_bias(acc, column_bias{bias + origin.gate_up_col, 2 * out.cols() - origin.gate_up_col}, lane);
     }
     return swiglu_quantize_mma_epilogue<typename Op::gate_up_type, typename Op::intermediate_type>(acc, origin, p.activation, codec, out);
-  }
-
-  /// One thread's row segment `acc` (N consecutive gate/up columns of one row, the order
-  /// `tcgen05.ld` 32x32b leaves them) at `origin` of `out`: the row form with bias, stores and the
-  /// output amax (then warp-collective).
-  template <int N>
-  CUTLASS_DEVICE static void quantize_row_segment(const float (&acc)[N], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
-                                                  const dense_output& out, int group, const codec_type& codec) {
-    column_bias bias{};
-    if (p.bias != nullptr) {
-      const float* b = p.bias + group * p.bias_group_stride;
-      bias = column_bias{b + origin.gate_up_col, 2 * out.cols() - origin.gate_up_col};
-    }
-    swiglu_quantize_row_epilogue<typename Op::gate_up_type, typename Op::intermediate_type>(acc, origin, p.activation, codec, out,
-                                                                                          row_epilogue_extras{bias, p.amax});
   }
 
   /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
