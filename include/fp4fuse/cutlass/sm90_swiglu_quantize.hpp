@@ -14,7 +14,7 @@
 /// Numerics are exactly `fp4fuse::swiglu_quantize` on the same fp32 accumulators
 /// (tests/cutlass/sm90_swiglu_quantize.cu).
 ///
-/// \code
+/// \code // not compiled: needs the CUTLASS headers (tests/cutlass/sm90_gemms.cuh compiles the same lines)
 /// using Op = fp4fuse::cutlass_ext::SwiGluQuantize<fp4fuse::format::nvfp4<>, fp4fuse::activation::swiglu>;
 /// using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
 ///     Shape<_128, _256, _64>, Shape<_1, _1, _1>, Shape<_128, _64>, float, float, void, cutlass::layout::RowMajor, 8,

@@ -1,7 +1,7 @@
 #pragma once
 /// \file cutlass/swiglu_quantize_operation.hpp
 /// What the CUTLASS epilogue fusion computes, apart from how any architecture computes it (CUTLASS's
-/// own split between `epilogue/fusion/operations.hpp` and `sm90_callbacks_*`): the GEMM's [M, 2I]
+/// own split between its fusion operations and its sm90 callbacks): the GEMM's [M, 2I]
 /// accumulators, gate and up interleaved by 8 along N, optionally plus a per-column fp32 bias, go
 /// through a gated activation and out as a packed FP4 matrix [M, I] with its block scales in an
 /// fp4fuse scale layout, optionally with the output amax. No D tensor is written (pass `void` as
@@ -9,7 +9,7 @@
 ///
 /// Needs the CUTLASS 3.x/4.x headers (tested: the `nvidia-cutlass` 4.2.0.0 wheel's
 /// `cutlass_library/source/include`); the core of fp4fuse never includes this.
-/// \code
+/// \code // not compiled: needs the CUTLASS headers (tests/cutlass/sm90_gemms.cuh compiles the same lines)
 /// using Op = fp4fuse::cutlass_ext::SwiGluQuantize<fp4fuse::format::nvfp4<>, fp4fuse::activation::swiglu>;
 /// // CollectiveBuilder<Sm90, TmaWarpSpecialized..., void, LayoutC, 8, void, LayoutD, 8, Schedule, Op>
 /// \endcode
