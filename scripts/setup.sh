@@ -73,3 +73,11 @@ if [ "${FP4FUSE_NEED_TRITON:-0}" = 1 ] && ! python3 -c "import triton" >/dev/nul
     python3 -m pip install -q --disable-pip-version-check --break-system-packages "triton==3.6.0" ||
     echo "fp4fuse: could not install triton==3.6.0; the triton suite will report SKIP" >&2
 fi
+
+# The optional CUTLASS adapter (include/fp4fuse/cutlass/) is built and tested against the C++
+# headers of the pinned `nvidia-cutlass` wheel (no git checkout; the core never needs them).
+if [ "${FP4FUSE_NEED_CUTLASS:-0}" = 1 ] && ! python3 -c "import cutlass_library" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check --no-deps "nvidia-cutlass==4.2.0.0" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --no-deps --break-system-packages "nvidia-cutlass==4.2.0.0" ||
+    echo "fp4fuse: could not install nvidia-cutlass 4.2.0.0; the CUTLASS adapter's tests are skipped" >&2
+fi

@@ -8,7 +8,8 @@
 # build/test/meson-logs/meson-log.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FP4FUSE_NEED_CATCH2=1 FP4FUSE_NEED_CONSUMER_TOOLS=1 FP4FUSE_NEED_BRIDGE_TOOLS=1 FP4FUSE_NEED_TRITON=1 source scripts/setup.sh
+FP4FUSE_NEED_CATCH2=1 FP4FUSE_NEED_CONSUMER_TOOLS=1 FP4FUSE_NEED_BRIDGE_TOOLS=1 FP4FUSE_NEED_TRITON=1 FP4FUSE_NEED_CUTLASS=1 \
+  source scripts/setup.sh
 
 build=build/test
 options=(-Dtests=enabled -Dexamples=false -Dbench=false)

@@ -3,7 +3,7 @@
 tests/static_errors/cases.cu is compiled alone (-DCASE=N, nvcc -c for sm_90a); the compile must
 fail and its output must contain the case's expected static_assert text.
 
-usage: static_errors.py NVCC INCLUDE_DIR CASES_SOURCE
+usage: static_errors.py NVCC INCLUDE_DIR CASES_SOURCE [further nvcc arguments, e.g. -isystem DIR]
 """
 import re
 import subprocess
@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 nvcc, include, source = sys.argv[1:4]
+extra = sys.argv[4:]
 text = open(source).read()
 # Cases: `#if CASE == N  // expect: <text>`
 cases = re.findall(r"#(?:el)?if CASE == (\d+)\s*//\s*expect:\s*(.+)", text)
@@ -21,7 +22,7 @@ for number, expected in cases:
     expected = expected.strip()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-std=c++17", "-I", include, "-c", "-o", f"{tmp}/case.o", "-gencode", "arch=compute_90a,code=sm_90a",
-               f"-DCASE={number}", source]
+               f"-DCASE={number}"] + extra + [source]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode == 0:
         print(f"FAIL case {number}: compiled, but must fail with: {expected}")
@@ -34,7 +35,7 @@ for number, expected in cases:
 # The file without a case compiles: the cases fail for their own reason only.
 with tempfile.TemporaryDirectory() as tmp:
     proc = subprocess.run([nvcc, "-std=c++17", "-I", include, "-c", "-o", f"{tmp}/none.o", "-gencode", "arch=compute_90a,code=sm_90a",
-                           "-DCASE=0", source], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           "-DCASE=0"] + extra + [source], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         print(f"FAIL: the file without a case does not compile:\n{proc.stdout}")
         failures += 1

@@ -1,0 +1,311 @@
+// The fp4fuse node in CUTLASS's sm90 dense GemmUniversal against the same CUTLASS GEMM writing
+// BF16, cuBLASLt alone (BF16 out) and cuBLASLt + fp4fuse::swiglu_quantize: the MoE up/gate
+// projection [T, H] x [2I, H]^T at DeepSeek-V3 (H = 7168, 2I = 4096) and GPT-OSS (H = 2880,
+// 2I = 5760) shapes. Medians of round-robin runs, L2 flushed before each (bench/bench_support.cuh),
+// random-normal X and W. Prediction: the node writes 1/4 of BF16's bytes (plus 1/16 for scales)
+// and does its arithmetic in registers between wgmma tiles, so it costs at most a few percent
+// over the BF16-out GEMM, and wins where the output store is a visible share (small H).
+//
+// Grouped (MoE): the ptr-array grouped GEMM with the node (its device-side problem setup from the
+// experts' offsets included in the time) against torch._grouped_mm (timed by
+// bench/torch_grouped_mm.py on the same counts) + swiglu_quantize on its BF16 output.
+//
+// usage: bench_cutlass [--reps N] [--quick]                  the dense table
+//        bench_cutlass --routings-out R.json                 writes the grouped configs (counts)
+//        bench_cutlass --grouped R.json TORCH.json [--reps N] the grouped table
+#include "bench_support.cuh"
+#include "cublaslt_gemm.cuh"
+
+#include "../tests/cutlass/sm90_gemms.cuh"
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace bench_cutlass {
+
+using namespace fp4fuse_cutlass_test;
+using nvfp4 = fp4fuse::format::nvfp4<>;
+using L = fp4fuse::scale_layout::swizzled_128x4;
+
+using coop_node = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, node_op<nvfp4>, void>;
+using coop_bf16 = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
+using pp_node = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, node_op<nvfp4>, void>;
+using pp_bf16 = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
+
+/// Standard-normal BF16 (Box-Muller on a hash of the index), times `scale`.
+__global__ void fill_normal(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, float scale) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    auto hash = [](std::uint32_t h) {
+      h ^= h >> 16;
+      h *= 0x85EBCA6Bu;
+      h ^= h >> 13;
+      h *= 0xC2B2AE35u;
+      h ^= h >> 16;
+      return h;
+    };
+    const std::uint32_t a = hash(static_cast<std::uint32_t>(i) * 2u ^ seed), b = hash(static_cast<std::uint32_t>(i) * 2u + 1u ^ seed * 7u);
+    const float u1 = (static_cast<float>(a >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = static_cast<float>(b >> 8) * (1.0f / 16777216.0f);
+    p[i] = __float2bfloat16_rn(scale * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2));
+  }
+}
+
+/// A CUTLASS GEMM, initialised once, launched by `run`.
+template <class G>
+struct cutlass_launch {
+  typename G::Gemm gemm;
+  void* workspace = nullptr;
+  explicit cutlass_launch(typename G::Gemm::Arguments args) {
+    if (G::Gemm::can_implement(args) != cutlass::Status::kSuccess) {
+      std::fprintf(stderr, "CUTLASS can_implement failed\n");
+      std::exit(1);
+    }
+    CHECK_CUDA(cudaMalloc(&workspace, G::Gemm::get_workspace_size(args) + 16));
+    if (gemm.initialize(args, workspace) != cutlass::Status::kSuccess) {
+      std::fprintf(stderr, "CUTLASS initialize failed\n");
+      std::exit(1);
+    }
+  }
+  void run() {
+    if (gemm.run() != cutlass::Status::kSuccess) {
+      std::fprintf(stderr, "CUTLASS run failed\n");
+      std::exit(1);
+    }
+  }
+  ~cutlass_launch() { cudaFree(workspace); }
+};
+
+struct model {
+  const char* name;
+  int H, N;
+};
+
+using grouped_node = sm90_grouped_gemm<tile_128x256, cluster_2x1, 64,
+                                       grouped_node_op<nvfp4, fp4fuse::scale_layout::expert_start::offset_bound>>;
+
+struct grouped_config {
+  std::string name;
+  int experts, H, N;
+  std::vector<int> counts;
+};
+
+/// The grouped configurations: 32 local experts at each model's H and 2I, rows routed uniformly at random.
+std::vector<grouped_config> grouped_configs() {
+  std::vector<grouped_config> configs;
+  std::mt19937_64 g(20261201);
+  for (const model& m : {model{"DeepSeek-V3", 7168, 4096}, model{"GPT-OSS", 2880, 5760}}) {
+    for (const int rows : {512, 4096, 32768}) {
+      grouped_config c{std::string(m.name) + " E=32 rows=" + std::to_string(rows), 32, m.H, m.N, std::vector<int>(32, 0)};
+      std::uniform_int_distribution<int> expert(0, 31);
+      for (int r = 0; r < rows; ++r) ++c.counts[expert(g)];
+      configs.push_back(c);
+    }
+  }
+  return configs;
+}
+
+/// Every "grouped_mm_us": value of torch_grouped_mm.py's output, in order (-1 where it failed).
+std::vector<double> torch_times(const char* path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string s = ss.str();
+  std::vector<double> t;
+  for (std::size_t at = s.find("\"name\""); at != std::string::npos; at = s.find("\"name\"", at + 1)) {
+    const std::size_t next = s.find("\"name\"", at + 1);
+    const std::size_t k = s.find("\"grouped_mm_us\":", at);
+    t.push_back(k != std::string::npos && k < next ? std::atof(s.c_str() + k + 16) : -1.0);
+  }
+  return t;
+}
+
+int run_grouped(const char* routings, const char* torch_json) {
+  (void)routings;  // the same configs are regenerated (fixed seed); the file went to the torch side
+  const std::vector<grouped_config> configs = grouped_configs();
+  const std::vector<double> torch_us = torch_times(torch_json);
+  int sms = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::printf("bench_cutlass grouped: medians of %d round-robin runs (L2 flushed), microseconds\n", bench::g_reps);
+  std::printf("%-28s | %12s | %10s %8s %12s | %s\n", "config", "cutlass node", "torch_gmm", "swq", "torch + swq", "node / (torch + swq)");
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const grouped_config& c = configs[i];
+    const int E = c.experts, K = c.H, N = c.N, I = N / 2;
+    std::vector<int> offsets(E + 1, 0);
+    for (int e = 0; e < E; ++e) offsets[e + 1] = offsets[e] + c.counts[e];
+    const int T = offsets[E];
+    __nv_bfloat16 *x = nullptr, *w = nullptr, *d = nullptr;
+    CHECK_CUDA(cudaMalloc(&x, std::size_t(T) * K * 2));
+    CHECK_CUDA(cudaMalloc(&w, std::size_t(E) * N * K * 2));
+    CHECK_CUDA(cudaMalloc(&d, std::size_t(T) * N * 2));
+    fill_normal<<<1024, 256>>>(x, std::size_t(T) * K, 1234u, 1.0f);
+    fill_normal<<<1024, 256>>>(w, std::size_t(E) * N * K, 99u, 1.0f / std::sqrt(static_cast<float>(K)));
+    fill_normal<<<1024, 256>>>(d, std::size_t(T) * N, 7u, 1.0f);
+    CHECK_CUDA(cudaGetLastError());
+    int* d_offsets = nullptr;
+    float* d_S = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_offsets, (E + 1) * sizeof(int)));
+    CHECK_CUDA(cudaMemcpy(d_offsets, offsets.data(), (E + 1) * sizeof(int), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMalloc(&d_S, sizeof(float)));
+    const float S = 400.0f;
+    CHECK_CUDA(cudaMemcpy(d_S, &S, sizeof S, cudaMemcpyHostToDevice));
+    using GL = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+    const GL layout{T, I / 16, E, d_offsets};
+    const L dense_layout{T, I / 16};
+    std::uint8_t *packed = nullptr, *scales = nullptr;
+    CHECK_CUDA(cudaMalloc(&packed, std::size_t(T) * I / 2));
+    CHECK_CUDA(cudaMalloc(&scales, std::max(layout.size_bytes(), dense_layout.size_bytes())));
+    typename grouped_node::device_problem p{};
+    CHECK_CUDA(cudaMalloc(&p.shapes, E * sizeof(*p.shapes)));
+    CHECK_CUDA(cudaMalloc(&p.a, E * sizeof(*p.a)));
+    CHECK_CUDA(cudaMalloc(&p.b, E * sizeof(*p.b)));
+    CHECK_CUDA(cudaMalloc(&p.stride_a, E * sizeof(*p.stride_a)));
+    CHECK_CUDA(cudaMalloc(&p.stride_b, E * sizeof(*p.stride_b)));
+    CHECK_CUDA(cudaMalloc(&p.stride_c, E * sizeof(*p.stride_c)));
+    CHECK_CUDA(cudaMalloc(&p.stride_d, E * sizeof(*p.stride_d)));
+    auto cx = reinterpret_cast<const cutlass::bfloat16_t*>(x);
+    auto cw = reinterpret_cast<const cutlass::bfloat16_t*>(w);
+    make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    typename grouped_node::FusionArguments f{};
+    f.out = {packed, I / 2, scales, layout};
+    f.encode_scale = d_S;
+    cutlass_launch<grouped_node> gn(grouped_node::arguments(E, p, f, sms));
+    const fp4fuse::quantized_matrix<nvfp4, L> dense_out{packed, I / 2, scales, dense_layout};
+    const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
+    const std::vector<double> t = bench::time_round_robin({
+        [&] {
+          make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
+          gn.run();
+        },
+        [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, dense_out, d_S)); },
+    });
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const double torch_t = i < torch_us.size() ? torch_us[i] : -1.0;
+    if (torch_t > 0) {
+      std::printf("%-28s | %12.1f | %10.1f %8.1f %12.1f | %.3f\n", c.name.c_str(), t[0], torch_t, t[1], torch_t + t[1], t[0] / (torch_t + t[1]));
+    } else {
+      std::printf("%-28s | %12.1f | %10s %8.1f %12s | -\n", c.name.c_str(), t[0], "n/a", t[1], "n/a");
+    }
+    std::fflush(stdout);
+    for (void* q : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(d), static_cast<void*>(d_offsets), static_cast<void*>(d_S),
+                    static_cast<void*>(packed), static_cast<void*>(scales), static_cast<void*>(p.shapes), static_cast<void*>(p.a),
+                    static_cast<void*>(p.b), static_cast<void*>(p.stride_a), static_cast<void*>(p.stride_b), static_cast<void*>(p.stride_c),
+                    static_cast<void*>(p.stride_d)}) {
+      CHECK_CUDA(cudaFree(q));
+    }
+  }
+  return 0;
+}
+
+}  // namespace bench_cutlass
+
+using namespace bench_cutlass;
+
+int main(int argc, char** argv) {
+  if (!bench::have_device("bench_cutlass")) return 0;
+  bool quick = false;
+  const char* routings_out = nullptr;
+  const char* grouped_routings = nullptr;
+  const char* grouped_torch = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) bench::g_reps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    if (!std::strcmp(argv[i], "--routings-out") && i + 1 < argc) routings_out = argv[++i];
+    if (!std::strcmp(argv[i], "--grouped") && i + 2 < argc) {
+      grouped_routings = argv[++i];
+      grouped_torch = argv[++i];
+    }
+  }
+  if (routings_out != nullptr) {  // the configs for torch_grouped_mm.py
+    std::FILE* f = std::fopen(routings_out, "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "{\"configs\": [");
+    const auto configs = grouped_configs();
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const auto& c = configs[i];
+      std::fprintf(f, "%s{\"name\": \"%s\", \"experts\": %d, \"hidden\": %d, \"n\": %d, \"counts\": [", i ? ", " : "", c.name.c_str(), c.experts,
+                   c.H, c.N);
+      for (std::size_t e = 0; e < c.counts.size(); ++e) std::fprintf(f, "%s%d", e ? ", " : "", c.counts[e]);
+      std::fprintf(f, "]}");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+    return 0;
+  }
+  CHECK_CUDA(cudaMalloc(&bench::g_flush, bench::flush_bytes));
+  if (grouped_routings != nullptr) return run_grouped(grouped_routings, grouped_torch);
+  const model models[] = {{"DeepSeek-V3", 7168, 4096}, {"GPT-OSS", 2880, 5760}};
+  std::vector<int> Ts = {64, 256, 1024, 4096, 16384, 32768};
+  if (quick) Ts = {256, 4096};
+  const int T_max = Ts.back();
+  std::printf("bench_cutlass: medians of %d round-robin runs (L2 flushed), microseconds; node = fp4fuse SwiGLU->NVFP4 epilogue\n",
+              bench::g_reps);
+  std::printf("%-12s %6s | %9s %9s %7s | %9s %9s %7s | %9s %9s | %s\n", "model", "T", "coop", "coop bf16", "ratio", "pp", "pp bf16",
+              "ratio", "cublas", "cub+swq", "best node / cublas");
+  for (const model& m : models) {
+    const int K = m.H, N = m.N, I = N / 2;
+    __nv_bfloat16 *x = nullptr, *w = nullptr, *d = nullptr;
+    CHECK_CUDA(cudaMalloc(&x, std::size_t(T_max) * K * 2));
+    CHECK_CUDA(cudaMalloc(&w, std::size_t(N) * K * 2));
+    CHECK_CUDA(cudaMalloc(&d, std::size_t(T_max) * N * 2));
+    fill_normal<<<1024, 256>>>(x, std::size_t(T_max) * K, 1234u, 1.0f);
+    fill_normal<<<1024, 256>>>(w, std::size_t(N) * K, 99u, 1.0f / std::sqrt(static_cast<float>(K)));
+    CHECK_CUDA(cudaGetLastError());
+    float* d_S = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_S, sizeof(float)));
+    const float S = 400.0f;
+    CHECK_CUDA(cudaMemcpy(d_S, &S, sizeof S, cudaMemcpyHostToDevice));
+    for (const int T : Ts) {
+      const L layout{T, I / 16};
+      std::uint8_t *packed = nullptr, *scales = nullptr;
+      CHECK_CUDA(cudaMalloc(&packed, std::size_t(T) * I / 2));
+      CHECK_CUDA(cudaMalloc(&scales, layout.size_bytes()));
+      const fp4fuse::quantized_matrix<nvfp4, L> out{packed, I / 2, scales, layout};
+      auto cx = reinterpret_cast<const cutlass::bfloat16_t*>(x);
+      auto cw = reinterpret_cast<const cutlass::bfloat16_t*>(w);
+      typename coop_node::FusionArguments nf{};
+      nf.out = out;
+      nf.encode_scale = d_S;
+      typename pp_node::FusionArguments pf{};
+      pf.out = out;
+      pf.encode_scale = d_S;
+      typename coop_bf16::FusionArguments bf{};
+      bf.alpha = 1.0f;
+      bf.beta = 0.0f;
+      typename pp_bf16::FusionArguments pbf{};
+      pbf.alpha = 1.0f;
+      pbf.beta = 0.0f;
+      cutlass_launch<coop_node> cn(coop_node::arguments(T, N, K, cx, cw, nullptr, nf));
+      cutlass_launch<coop_bf16> cb(coop_bf16::arguments(T, N, K, cx, cw, d, bf));
+      cutlass_launch<pp_node> pn(pp_node::arguments(T, N, K, cx, cw, nullptr, pf));
+      cutlass_launch<pp_bf16> pb(pp_bf16::arguments(T, N, K, cx, cw, d, pbf));
+      bench::cublas_gemm cublas(x, w, d, T, N, K);
+      const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
+      const std::vector<double> t = bench::time_round_robin({
+          [&] { cn.run(); },
+          [&] { cb.run(); },
+          [&] { pn.run(); },
+          [&] { pb.run(); },
+          [&] { cublas.run(x, w, d); },
+          [&] {
+            cublas.run(x, w, d);
+            CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out, d_S));
+          },
+      });
+      CHECK_CUDA(cudaDeviceSynchronize());
+      const double best_node = std::min(t[0], t[2]);
+      std::printf("%-12s %6d | %9.1f %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %9.1f | %.3f\n", m.name, T, t[0], t[1], t[0] / t[1], t[2],
+                  t[3], t[2] / t[3], t[4], t[5], best_node / t[4]);
+      std::fflush(stdout);
+      CHECK_CUDA(cudaFree(packed));
+      CHECK_CUDA(cudaFree(scales));
+    }
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(w));
+    CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFree(d_S));
+  }
+  return 0;
+}

@@ -1,0 +1,130 @@
+#pragma once
+/// \file cutlass/detail/library.hpp
+/// The CUTLASS nodes' arguments and every call they make into fp4fuse, in one place: the nodes
+/// (sm90_swiglu_quantize.hpp) decide which registers hold which rows and
+/// columns of which tile; the functions here do the numerics, the stores and the padding.
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+
+#include <cutlass/cutlass.h>
+
+#include "fp4fuse/epilogue/output_amax.cuh"
+#include "fp4fuse/epilogue/row.cuh"
+#include "fp4fuse/epilogue/scale_padding.cuh"
+#include "fp4fuse/epilogue/swiglu_quantize.cuh"
+#include "fp4fuse/epilogue/tile_origin.cuh"
+#include "fp4fuse/mxfp4.cuh"
+#include "fp4fuse/nvfp4.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
+#include "fp4fuse/scale_layout.cuh"
+
+namespace fp4fuse::cutlass_ext {
+
+/// What the node needs from a kernel launch (host side): where the FP4 output goes and how it is
+/// scaled. `Params` is the same struct.
+template <class Op>
+struct SwiGluQuantizeArguments {
+  using Format = typename Op::format_type;
+  /// The output [M, I]: packed bytes (ld_packed bytes per row) and scales in `Op::layout_type`.
+  quantized_matrix<Format, typename Op::layout_type> out{};
+  /// NVFP4: the global encode scale S in device memory; MXFP4: nullptr.
+  const float* encode_scale = nullptr;
+  /// The activation (its runtime parameters, e.g. `swiglu_clamped`'s limit, travel with it).
+  typename Op::activation_type activation{};
+  /// Per-column fp32 bias of the [M, 2I] accumulator in its gate/up interleaved column order
+  /// (2I values), added before the activation; nullptr: none.
+  const float* bias = nullptr;
+  /// Output amax max |act(gate) * up| over the matrix (NaN ignored), atomically combined: set to +0
+  /// before the GEMM; nullptr: not computed.
+  float* amax = nullptr;
+  /// Grouped GEMM: group e's S is encode_scale[e * encode_scale_group_stride] (0: one S for all).
+  cuda::std::int64_t encode_scale_group_stride = 0;
+  /// Grouped GEMM: group e's bias is bias + e * bias_group_stride (0: one bias for all).
+  cuda::std::int64_t bias_group_stride = 0;
+};
+
+namespace detail {
+
+/// Every call from the node into fp4fuse's epilogue, in one place. The node decides what is where
+/// (which registers hold which rows and columns of which tile); these do the numerics.
+template <class Op>
+struct library {
+  using Format = typename Op::format_type;
+  using Layout = typename Op::layout_type;
+  using codec_type = block_codec<Format>;
+  /// What one GEMM problem (the dense GEMM, or one group of the grouped one) writes: a dense output.
+  using dense_layout = cuda::std::conditional_t<scale_layout::is_grouped<Layout>, scale_layout::swizzled_128x4, Layout>;
+  using dense_output = quantized_matrix<Format, dense_layout>;
+
+  /// The output of group `group` (M rows): the whole output for a dense layout; for a grouped one
+  /// the expert's rows and its block of the grouped scale tensor (`layout.expert(group)`), which
+  /// must hold M rows (else the layout does not match the problem: trap).
+  CUTLASS_DEVICE static dense_output group_output(const SwiGluQuantizeArguments<Op>& p, int group, cuda::std::int64_t M) {
+    if constexpr (scale_layout::is_grouped<Layout>) {
+      const auto block = p.out.layout.expert(group);
+      if (block.layout.rows != M) __trap();  // the problem's M is not the expert's row count
+      return dense_output{p.out.packed + p.out.layout.expert_offsets[group] * p.out.ld_packed, p.out.ld_packed,
+                          p.out.scales + block.start_row * p.out.layout.padded_cols(), block.layout};
+    } else {
+      (void)group, (void)M;
+      return p.out;
+    }
+  }
+
+  /// The codec of group `group`'s global scale (MXFP4's ignores it).
+  CUTLASS_DEVICE static codec_type codec(const SwiGluQuantizeArguments<Op>& p, int group) {
+    return codec_type(p.encode_scale != nullptr ? p.encode_scale[group * p.encode_scale_group_stride] : 1.0f);
+  }
+
+  /// One warp's 16-row tile `acc` (mma.sync m16n8 order) at `origin` of `out`: bias, activation,
+  /// block quantization and the stores of packed bytes and scales. Returns the lane's output-amax
+  /// partial. Warp-collective.
+  template <int Tiles>
+  CUTLASS_DEVICE static float quantize_warp_tile(float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
+                                                 const dense_output& out, int group, const codec_type& codec, int lane) {
+    if (p.bias != nullptr) {
+      const float* bias = p.bias + group * p.bias_group_stride;
+      add_column_bias(acc, column_bias{bias + origin.gate_up_col, 2 * out.cols() - origin.gate_up_col}, lane);
+    }
+    return swiglu_quantize_mma_epilogue<typename Op::gate_up_type, typename Op::intermediate_type>(acc, origin, p.activation, codec, out);
+  }
+
+  /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
+  CUTLASS_DEVICE static void pad_beyond_grid(const dense_output& out, scale_tile_grid grid, scale_region part, int thread, int threads) {
+    write_scale_padding_beyond_grid(out, grid, part, thread, threads);
+  }
+
+  /// The warp's output-amax partials into `*p.amax`. Warp-collective.
+  CUTLASS_DEVICE static void amax(const SwiGluQuantizeArguments<Op>& p, float lane_partial) {
+    combine_output_amax(p.amax, lane_partial);
+  }
+};
+
+/// The first failed requirement of a problem for the node, as a sentence, or nullptr.
+template <class Op>
+inline const char* problem_error(long long M, long long N, long long L, const SwiGluQuantizeArguments<Op>& a) {
+  using Format = typename Op::format_type;
+  constexpr long long block = Format::block_size;
+  if (L != 1) return "fp4fuse SwiGluQuantize: the batch count L must be 1 (one output matrix)";
+  if (N % (2 * block) != 0) return "fp4fuse SwiGluQuantize: N = 2I must be a multiple of 2 * block size (32 NVFP4, 64 MXFP4), whole blocks of I";
+  if (a.out.packed == nullptr || a.out.scales == nullptr) return "fp4fuse SwiGluQuantize: out.packed and out.scales must be device pointers";
+  if constexpr (scale_layout::is_grouped<typename Op::layout_type>) {
+    // Each group's M is checked against its expert's rows on the device (the offsets live there).
+    if (a.out.rows() < M) return "fp4fuse SwiGluQuantize: out.layout.rows (all experts' rows) must be at least each group's M";
+    if (a.out.layout.expert_offsets == nullptr) return "fp4fuse SwiGluQuantize: the grouped layout needs expert_offsets (device memory, experts + 1 entries)";
+  } else {
+    if (a.out.rows() != M) return "fp4fuse SwiGluQuantize: out.layout.rows must equal the GEMM's M";
+  }
+  if (2 * a.out.cols() != N) return "fp4fuse SwiGluQuantize: out.layout.scale_cols * block size must equal N / 2 (the GEMM's N is gate and up)";
+  constexpr long long store = block / 2;  // one block's packed bytes: stored as one 8- (NVFP4) or 16-byte (MXFP4) vector
+  if (a.out.ld_packed < N / 4 || a.out.ld_packed % store != 0) return "fp4fuse SwiGluQuantize: out.ld_packed must be >= I / 2 and a multiple of 8 (NVFP4) or 16 (MXFP4) bytes";
+  if (reinterpret_cast<cuda::std::uintptr_t>(a.out.packed) % store != 0) return "fp4fuse SwiGluQuantize: out.packed must be 8- (NVFP4) or 16-byte (MXFP4) aligned";
+  if (fp4fuse::detail::is_nvfp4<Format> && a.encode_scale == nullptr) return "fp4fuse SwiGluQuantize: NVFP4 needs the global encode scale S in device memory (encode_scale)";
+  if (!fp4fuse::detail::is_nvfp4<Format> && a.encode_scale != nullptr) return "fp4fuse SwiGluQuantize: MXFP4 has no global scale; encode_scale must be nullptr";
+  if (a.bias != nullptr && reinterpret_cast<cuda::std::uintptr_t>(a.bias) % 4 != 0) return "fp4fuse SwiGluQuantize: bias must be 4-byte aligned";
+  return nullptr;
+}
+
+}  // namespace detail
+
+}  // namespace fp4fuse::cutlass_ext
