@@ -116,7 +116,6 @@ struct Sm90SwiGluQuantize {
     int group;
     typename detail::library<Op>::dense_output out;
     typename detail::library<Op>::codec_type codec;
-    float lane_amax = 0.0f;
 
     template <class ElementAccumulator, class ElementInput, int FragmentSize>
     CUTLASS_DEVICE auto visit(cutlass::Array<ElementAccumulator, FragmentSize> const&, int, int, int,
@@ -151,9 +150,9 @@ struct Sm90SwiGluQuantize {
         }
       }
       if (!layout_ok) __trap();
-      const int lane = thread_idx % 32;
+      const int lane = thread_idx % 32;  // the fragment's first register sits at row lane / 4, column 2 (lane % 4)
       const tile_origin origin{first_row + sub_m * epi_m - lane / 4, first_col + sub_n * epi_n - 2 * (lane % 4)};
-      lane_amax = fp4fuse::detail::max_num(lane_amax, detail::library<Op>::quantize_warp_tile(acc, origin, params, out, group, codec, lane));
+      detail::library<Op>::quantize_warp_tile(acc, origin, params, out, group, codec);
     }
 
     CUTLASS_DEVICE void end() {
@@ -164,7 +163,6 @@ struct Sm90SwiGluQuantize {
       const scale_tile_grid grid{{tile_m, scale_tile_cols},
                                  {(M + tile_m - 1) / tile_m * tile_m, (N + tile_n - 1) / tile_n * scale_tile_cols}};
       detail::library<Op>::pad_beyond_grid(out, grid, scale_region{m0, c0, {tile_m, scale_tile_cols}}, thread_idx, Threads);
-      if (params.amax != nullptr) detail::library<Op>::amax(params, lane_amax);
     }
   };
 

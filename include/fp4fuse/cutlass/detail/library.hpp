@@ -77,16 +77,30 @@ struct library {
   }
 
   /// One warp's 16-row tile `acc` (mma.sync m16n8 order) at `origin` of `out`: bias, activation,
-  /// block quantization and the stores of packed bytes and scales. Returns the lane's output-amax
-  /// partial. Warp-collective.
+  /// block quantization, the stores of packed bytes and scales, and (when `p.amax` is set) the
+  /// output amax combined into `*p.amax` — all through the library's `fused_epilogue` +
+  /// `mma_epilogue`. Warp-collective.
   template <int Tiles>
-  CUTLASS_DEVICE static float quantize_warp_tile(float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
-                                                 const dense_output& out, int group, const codec_type& codec, int lane) {
+  CUTLASS_DEVICE static void quantize_warp_tile(const float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
+                                                const dense_output& out, int group, const codec_type& codec) {
+    using GateUp = typename Op::gate_up_type;
+    using Intermediate = typename Op::intermediate_type;
+    const auto run = [&](auto bias, auto amax) {
+      const fused_epilogue op{codec, sink::direct{out}, p.activation, GateUp{}, bias, amax, Intermediate{}};
+      mma_epilogue(op, acc, origin);
+    };
+    const auto with_amax = [&](auto bias) {
+      if (p.amax != nullptr) {
+        run(bias, output_amax::global{p.amax});
+      } else {
+        run(bias, output_amax::none{});
+      }
+    };
     if (p.bias != nullptr) {
-      const float* bias = p.bias + group * p.bias_group_stride;
-      add_column_bias(acc, column_bias{bias + origin.gate_up_col, 2 * out.cols() - origin.gate_up_col}, lane);
+      with_amax(column_bias{p.bias + group * p.bias_group_stride, 2 * out.cols()});
+    } else {
+      with_amax(no_bias{});
     }
-    return swiglu_quantize_mma_epilogue<typename Op::gate_up_type, typename Op::intermediate_type>(acc, origin, p.activation, codec, out);
   }
 
   /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
@@ -94,10 +108,6 @@ struct library {
     write_scale_padding_beyond_grid(out, grid, part, thread, threads);
   }
 
-  /// The warp's output-amax partials into `*p.amax`. Warp-collective.
-  CUTLASS_DEVICE static void amax(const SwiGluQuantizeArguments<Op>& p, float lane_partial) {
-    combine_output_amax(p.amax, lane_partial);
-  }
 };
 
 /// The first failed requirement of a problem for the node, as a sentence, or nullptr.
@@ -121,7 +131,7 @@ inline const char* problem_error(long long M, long long N, long long L, const Sw
   if (reinterpret_cast<cuda::std::uintptr_t>(a.out.packed) % store != 0) return "fp4fuse SwiGluQuantize: out.packed must be 8- (NVFP4) or 16-byte (MXFP4) aligned";
   if (fp4fuse::detail::is_nvfp4<Format> && a.encode_scale == nullptr) return "fp4fuse SwiGluQuantize: NVFP4 needs the global encode scale S in device memory (encode_scale)";
   if (!fp4fuse::detail::is_nvfp4<Format> && a.encode_scale != nullptr) return "fp4fuse SwiGluQuantize: MXFP4 has no global scale; encode_scale must be nullptr";
-  if (a.bias != nullptr && reinterpret_cast<cuda::std::uintptr_t>(a.bias) % 4 != 0) return "fp4fuse SwiGluQuantize: bias must be 4-byte aligned";
+  if (a.bias != nullptr && (reinterpret_cast<cuda::std::uintptr_t>(a.bias) % 8 != 0 || a.bias_group_stride % 2 != 0)) return "fp4fuse SwiGluQuantize: bias must be 8-byte aligned (the fragment reads two columns at once), and bias_group_stride even";
   return nullptr;
 }
 
