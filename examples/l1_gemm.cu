@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +51,18 @@ struct options {
   l1_gemm::engine engine = l1_gemm::engine::automatic;
 };
 
+/// A whole decimal number from the command line, or exit 2 with a sentence naming `what`.
+inline int parse_int(const char* text, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX) {
+    std::fprintf(stderr, "%s must be a whole number, got '%s'\n", what, text);
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+
 options parse(int argc, char** argv) {
   options o;
   o.seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -70,13 +84,13 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
     } else if (a == "--reps") {
-      o.reps = std::max(1, std::atoi(value()));
+      o.reps = std::max(1, parse_int(value(), "--reps"));
     } else if (a == "--check-rows") {
-      o.check_rows = std::max(1, std::atoi(value()));
+      o.check_rows = std::max(1, parse_int(value(), "--check-rows"));
     } else if (a == "--seed") {
       o.seed = std::strtoull(value(), nullptr, 10);
     } else if (positional < 3 && !a.empty() && a[0] != '-') {
-      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = std::atoi(a.c_str());
+      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = parse_int(a.c_str(), positional == 0 ? "T" : positional == 1 ? "H" : "I");
       ++positional;
     } else {
       std::fprintf(stderr, "usage: l1_gemm [T] [H] [I] [--engine auto|wgmma|mma] [--reps N] [--check-rows N] [--seed S]\n");
@@ -103,6 +117,10 @@ int host_path(const options& requested) {
   const int T = std::min(requested.T, 40), H = std::min(requested.H, 128), I = std::min(requested.I, 96);
   std::printf("No CUDA device: running the fragment epilogue on the host over T=%d H=%d I=%d (seed %llu).\n", T, H, I,
               static_cast<unsigned long long>(requested.seed));
+  if (T != requested.T || H != requested.H || I != requested.I) {
+    std::printf("(the host path caps the shape at T=40 H=128 I=96; requested T=%d H=%d I=%d, which runs on a GPU)\n", requested.T,
+                requested.H, requested.I);
+  }
   const l1_gemm::host::inputs in(T, H, I, requested.seed);
   std::vector<float> gu(static_cast<std::size_t>(T) * 2 * I);
   std::vector<std::vector<float>> h_ref(static_cast<std::size_t>(T));
@@ -200,7 +218,7 @@ int main(int argc, char** argv) {
 
   // Calibrate the static global scale once, from the compact SwiGLU output's amax.
   check_result(l1_gemm::gemm(d.x, d.w, T, 2 * I, H, l1_gemm::swiglu_bf16<act_t>{{d.h, T, I, I}, act_t{}}, engine), "calibration GEMM");
-  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, d.S), "amax");
+  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, fp4fuse::global_scale::per_tensor{d.S}), "amax");
   CHECK_CUDA(cudaDeviceSynchronize());
   float S = 0;
   CHECK_CUDA(cudaMemcpy(&S, d.S, 4, cudaMemcpyDeviceToHost));

@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,6 +49,18 @@ struct options {
   std::uint64_t seed = 0;
 };
 
+/// A whole decimal number from the command line, or exit 2 with a sentence naming `what`.
+inline int parse_int(const char* text, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX) {
+    std::fprintf(stderr, "%s must be a whole number, got '%s'\n", what, text);
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+
 options parse(int argc, char** argv) {
   options o;
   o.seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -68,10 +82,10 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.r = r == "uniform" ? l1_gemm::moe::routing::uniform : l1_gemm::moe::routing::skewed;
-    } else if (a == "--experts") o.experts = std::atoi(value());
-    else if (a == "--reps") o.reps = std::max(1, std::atoi(value()));
+    } else if (a == "--experts") o.experts = parse_int(value(), "--experts");
+    else if (a == "--reps") o.reps = std::max(1, parse_int(value(), "--reps"));
     else if (a == "--seed") o.seed = std::strtoull(value(), nullptr, 10);
-    else if (!a.empty() && a[0] != '-') o.T = std::atoi(a.c_str());
+    else if (!a.empty() && a[0] != '-') o.T = parse_int(a.c_str(), "T (tokens; the model is deepseek or gptoss)");
     else {
       std::fprintf(stderr, "usage: moe_l1 [deepseek|gptoss] [T] [--routing uniform|skewed] [--experts E] [--reps N] [--seed S]\n");
       std::exit(2);
@@ -163,13 +177,13 @@ int run(const options& o, const Activation& act) {
   check_result(l1_gemm::moe::run_swiglu_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{h, rows, I, I}, act, E, d_offsets), "flow 2 GEMM");
   float* d_amax;
   CHECK_CUDA(cudaMalloc(&d_amax, 4));
-  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, rows, I, I}, d_amax, S), "amax");
+  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, rows, I, I}, d_amax, fp4fuse::global_scale::per_tensor{S}), "amax");
   float S_host = 0;
   CHECK_CUDA(cudaMemcpy(&S_host, S, 4, cudaMemcpyDeviceToHost));
 
   l1_gemm::moe::grouped_output<start_t> out{packed, I / 2, scales, host_layout};
   out.layout.expert_offsets = d_offsets;
-  const l1_gemm::moe::global_scales gs{S, false};
+  const fp4fuse::global_scale::per_tensor gs{S};
   check_result(l1_gemm::moe::run_fused(in, out, gs, act), "flow 3 (fused grouped L1)");
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<std::uint8_t> got_packed(std::size_t(rows) * I / 2), got_scales(static_cast<std::size_t>(host_layout.size_bytes()));
@@ -195,7 +209,7 @@ int run(const options& o, const Activation& act) {
   const double t3 = time_us(o.reps, [&] { check_result(l1_gemm::moe::run_fused(in, out, gs, act), "flow 3"); });
   const double t1 = time_us(o.reps, [&] {
     check_result(l1_gemm::moe::run_bf16(in, gu, E, d_offsets), "flow 1 GEMM");
-    check_result(fp4fuse::swiglu_quantize<l1_gemm::gate_up>(gu, act, dense_out, S), "flow 1 swiglu_quantize");
+    check_result(fp4fuse::swiglu_quantize<l1_gemm::gate_up>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act), "flow 1 swiglu_quantize");
   });
   const double nvfp4_bytes = double(rows) * I / 2 + double(host_layout.size_bytes());
   std::printf("\n| flow | time us | bytes written | codes differing from float64 | rel. RMS error (reference's own) | scale padding 0x00 |\n");

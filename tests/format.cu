@@ -45,7 +45,7 @@ void round_trip(const char* salt) {
     REQUIRE(std::equal(std::begin(a.packed), std::end(a.packed), std::begin(b.packed)));
     codec.dequantize(a, y);
     for (int i = 0; i < Format::block_size; ++i) {
-      const float sf = codec_t::scale_value(a.scale) * codec.decode_scale();
+      const float sf = codec_t::scale_value(a.scale) * codec.global_decode_scale();
       REQUIRE(std::fabs(y[i] - x[i]) <= 2.0f * sf + 1e-6f);  // within the block's largest E2M1 step
     }
   }

@@ -34,11 +34,15 @@ struct inputs {
   const float* bias = nullptr;                  ///< optional [E, 2I] fp32, added to gate and up before the activation
 };
 
-/// The NVFP4 global encode scales: one for all experts (`per_expert` false, `scales[0]`) or one
-/// per expert (`scales[e]`), in device memory.
+/// The NVFP4 global encode scales as the epilogue reads them, from the library's descriptors: one
+/// for all experts (`fp4fuse::global_scale::per_tensor`, `scales[0]`) or one per expert
+/// (`fp4fuse::global_scale::per_group`, `scales[e]`), in device memory.
 struct global_scales {
   const float* scales = nullptr;
   bool per_expert = false;
+  global_scales() = default;
+  global_scales(fp4fuse::global_scale::per_tensor s) : scales(s.encode_scale) {}
+  global_scales(fp4fuse::global_scale::per_group s) : scales(s.encode_scales), per_expert(true) {}
 };
 
 template <class ExpertStart>
@@ -164,7 +168,9 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 }  // namespace detail
 
 /// Flow 3, the fused grouped L1: act(gate + bias_g) * (up + bias_u) of every routed row as NVFP4
-/// into `out` (whose layout holds E, the offsets and the capacity). The whole scale tensor is
+/// into `out` (whose layout holds E, the offsets and the capacity), with S from
+/// `fp4fuse::global_scale::per_tensor{d_S}` (one for all experts) or `per_group{d_expert_S}` (one
+/// per expert). The whole scale tensor is
 /// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
 /// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
@@ -177,8 +183,8 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
-  c.not_null(S.scales, "S.scales (NVFP4 global encode scales, device memory)");
-  c.aligned(S.scales, 4, "S.scales", "float");
+  c.not_null(S.scales, "S (NVFP4 global encode scales, device memory)");
+  c.aligned(S.scales, 4, "S", "float");
   const index_t N = 2 * out.cols();
   detail::check_launch(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
                        {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);

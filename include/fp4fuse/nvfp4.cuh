@@ -128,7 +128,7 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
   }
 
   /// 1/S (IEEE division): the factor applied after (E2M1 value * decoded scale), the next GEMM's alpha.
-  FP4FUSE_HOST_DEVICE float decode_scale() const { return recipe_.decode_scale; }
+  FP4FUSE_HOST_DEVICE float global_decode_scale() const { return recipe_.decode_scale; }
   /// The decoded E4M3 block scale of a scale byte (NaN for 0x7F/0xFF).
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return e4m3_decode(code); }
 

@@ -46,7 +46,7 @@ inline const char* status_message(status s) {
 /// error, and a sentence naming the entry point, the argument and the requirement that failed.
 /// \code
 /// const fp4fuse::matrix_view<const __nv_bfloat16> x{d_x, M, K, K};
-/// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax); !r) std::fprintf(stderr, "%s\n", r.message());
+/// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax, fp4fuse::global_scale::none{}); !r) std::fprintf(stderr, "%s\n", r.message());
 /// \endcode
 struct [[nodiscard]] result {
   /// What happened.

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(128) tcgen05_row_epilogue(const float* gate_up
   cuda::ptx::tcgen05_wait_ld();
   float acc[N];
   for (int r = 0; r < N; ++r) acc[r] = cuda::std::bit_cast<float>(bits[r]);
-  const fp4fuse::block_codec<Format> codec(d_S != nullptr ? *d_S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<Format>(d_S != nullptr ? *d_S : 1.0f);
   fp4fuse::swiglu_quantize_row_epilogue<fp4fuse::gate_up::interleaved<8>>(acc, {row0 + t, col0}, fp4fuse::activation::swiglu{}, codec, out,
                                                                           {{}, amax});
   cuda::ptx::tcgen05_fence_before_thread_sync();

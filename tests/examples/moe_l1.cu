@@ -81,7 +81,7 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
                          nullptr};
   const moe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
                                               {64, 5, 8, offsets}};
-  const moe::global_scales S{static_cast<const float*>(fake(0x500000)), false};
+  const moe::global_scales S = fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))};
   const auto refused = [&](const moe::inputs& in, const moe::grouped_output<offset_bound>& o, const moe::global_scales& s, fp4fuse::status want,
                            const char* names) {
     const fp4fuse::result r = moe::run_fused(in, o, s, fp4fuse::activation::swiglu{});
@@ -114,7 +114,8 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   o = out;
   o.layout.experts = 0;
   refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.experts = 0 must be in [1, 1024]");
-  refused(good, out, moe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
+  refused(good, out, fp4fuse::global_scale::per_tensor{nullptr}, fp4fuse::status::null_pointer, "S (NVFP4 global encode scales");
+  refused(good, out, fp4fuse::global_scale::per_group{nullptr}, fp4fuse::status::null_pointer, "S (NVFP4 global encode scales");
   o = out;
   o.ld_packed = 36;
   refused(good, o, S, fp4fuse::status::bad_leading_dimension, "out.ld_packed = 36");
@@ -177,7 +178,10 @@ struct grouped_problem {
   moe::grouped_output<Start> output() const {
     return {packed.as<std::uint8_t>(), I / 2, scales.as<std::uint8_t>(), {capacity, I / 16, E, d_offsets.as<std::int32_t>()}};
   }
-  moe::global_scales global() const { return {S.as<float>(), per_expert_S}; }
+  moe::global_scales global() const {
+    return per_expert_S ? moe::global_scales(fp4fuse::global_scale::per_group{S.as<float>()})
+                        : moe::global_scales(fp4fuse::global_scale::per_tensor{S.as<float>()});
+  }
   /// Sets other counts (same experts, total at most the capacity) in the device offsets.
   void reroute(const std::vector<std::int32_t>& new_counts) {
     counts = new_counts;

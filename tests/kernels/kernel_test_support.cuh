@@ -12,6 +12,17 @@
 
 namespace fp4fuse_test {
 
+/// The global-scale descriptor of a test written for both formats: NVFP4's S in device memory
+/// (`per_tensor`), or `none` for MXFP4.
+template <class Format>
+auto tensor_scale(const float* d_S) {
+  if constexpr (Format::has_global_scale) {
+    return fp4fuse::global_scale::per_tensor{d_S};
+  } else {
+    return fp4fuse::global_scale::none{};
+  }
+}
+
 constexpr unsigned char poison = 0xA5;
 constexpr std::size_t guard_bytes = 256;
 

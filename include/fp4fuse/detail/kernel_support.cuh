@@ -16,6 +16,7 @@
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
 #include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/status.hpp"
@@ -222,17 +223,22 @@ class checker {
     return *this;
   }
 
-  /// NVFP4's global encode scale: non-null and 4-byte aligned; MXFP4 takes none (nullptr).
-  template <class Format>
-  checker& global_scale(const float* global_encode_scale) {
-    if constexpr (Format::has_global_scale) {
-      not_null(global_encode_scale, "global_encode_scale (NVFP4's S, device memory)");
-      aligned(global_encode_scale, 4, "global_encode_scale", "a float");
-    } else {
-      require(global_encode_scale == nullptr, status::null_pointer,
-              "global_encode_scale must be nullptr for MXFP4, which has no tensor scale");
-    }
-    return *this;
+  /// The global scale's pointer (fits_global_scale has checked the kind against the format at
+  /// compile time): per_tensor's S and per_group's S non-null and 4-byte aligned; per_row's S_r
+  /// the same, with one CTA per padded row of `rows` within the grid.
+  checker& scale(global_scale::none) { return *this; }
+  checker& scale(global_scale::per_tensor s) {
+    not_null(s.encode_scale, "scale.encode_scale (NVFP4's S, device memory)");
+    return aligned(s.encode_scale, 4, "scale.encode_scale", "a float");
+  }
+  checker& scale(global_scale::per_group s) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per group, device memory)");
+    return aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+  }
+  checker& scale(global_scale::per_row s, cuda::std::int64_t padded_rows) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per row, device memory)");
+    aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+    return grid(padded_rows, "padded rows of the output layout (one CTA each)");
   }
 
   /// 32-bit grids: `threads` below 2^31 - 256.

@@ -12,7 +12,6 @@
 /// captured in a CUDA graph), or computed per row (`global_scale::per_row`: a CTA per row holding
 /// the row in one pass; rows longer than a CTA holds take a row-amax pass, then the tiled kernel).
 #include <cub/block/block_reduce.cuh>
-#include <initializer_list>
 #include <cuda/cmath>
 #include <cuda/functional>
 
@@ -36,7 +35,6 @@ namespace detail {
 /// blocks: the fastest of 1, 2 and 4 at the large shapes on the H200 (bench/RESULTS.md, "Standalone
 /// kernels"; bench_kernels measures all three). An earlier two-blocks version was slower than one
 /// because it held every block as 16 floats and its threads' blocks were not coalesced.
-template <class Format>
 constexpr int blocks_per_thread_for(int input_bytes_per_block) {
   return input_bytes_per_block >= 128 ? 1 : 2;
 }
@@ -116,7 +114,7 @@ FP4FUSE_DEVICE void quantize_owned_blocks(const quantized_matrix<Format, Layout>
   } else if constexpr (Format::has_global_scale) {
     S = *global_encode_scale;
   }
-  const codec_t codec(S);
+  const codec_t codec = make_block_codec<Format>(S);
   cuda::std::uint8_t* packed_out = out.packed + pos.row * out.ld_packed + pos.col0 * (B / 2);
   cuda::std::uint8_t* scale_base = out.scales + layout.offset(pos.row, pos.col0);
   FP4FUSE_UNROLL
@@ -337,15 +335,6 @@ __global__ void __launch_bounds__(Threads) quantize_row_scale_kernel(matrix_view
 /// Blocks per thread of the two-pass path's row-scale pass: four loads in flight per thread.
 inline constexpr int row_scale_pass_blocks = 4;
 
-/// The checks of the per-row launchers: NVFP4, `encode_scales` non-null and 4-byte aligned, the
-/// row count within the grid (one CTA per row in either path).
-template <class Format, class Layout>
-inline void check_per_row(checker& c, const quantized_matrix<Format, Layout>& out, const float* encode_scales) {
-  c.not_null(encode_scales, "row_scales.encode_scales");
-  c.aligned(encode_scales, 4, "row_scales.encode_scales", "floats");
-  c.grid(out.layout.padded_rows(), "padded rows of the output layout (one CTA each)");
-}
-
 /// Blocks per thread for a launch of `blocks` scale blocks: `wide` (blocks_per_thread_for) from
 /// 2^20 blocks, one block per thread below, where more, thinner threads hide latency at least as
 /// well (measured on the H200, bench/HISTORY.md, sixth session: [1024, 7168] 48.0% of copy
@@ -368,123 +357,79 @@ inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint
 
 }  // namespace detail
 
-/// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`.
+/// Quantizes a row-major [M, K] matrix to NVFP4 or MXFP4 on `stream`, with the global scale that
+/// `scale` describes: `global_scale::per_tensor` (NVFP4, S read from device memory),
+/// `global_scale::per_row` (NVFP4, S_r computed per row and written) or `global_scale::none`
+/// (MXFP4).
 ///
 /// Numerics: each block exactly as `block_codec<Format>::quantize` on the host (bit-identical;
 /// tests/kernels/quantize.cu; `recipe::vllm`: as the device codec, whose rcp.approx multiplier is
-/// not the host's). Scales go to `out.layout` (built for {M, K / block}); its padding is
-/// written as 0x00. Requirements: `in` [M, K] bf16/half/float, 16-byte aligned, K a multiple of the
-/// block size, `in.ld` a whole number of 16-byte vectors; `out` of the same shape; NVFP4 needs S in
-/// device memory (`global_encode_scale`), MXFP4 takes nullptr. Everything is validated before any
-/// CUDA call; on error nothing is launched or written and the result names the argument.
-/// Overloaded on the global scale (this one, or `global_scale::per_row`): to take the address of a
-/// `quantize` specialisation, cast to its function pointer type (tests/compile/device_code.cu).
+/// not the host's). With per_row, row r exactly as the host composition
+/// S_r = nvfp4_global_encode_scale(row amax, NaN ignored), then `block_codec<Format>(S_r).quantize`
+/// of each block; rows that fit one CTA take one pass over the input, longer rows two, with the
+/// same bits (docs/NUMERICS.md, "Per-row global scales"). Scales go to `out.layout` (built for
+/// {M, K / block}); its padding is written as 0x00. Requirements: `in` [M, K] bf16/half/float,
+/// 16-byte aligned, K a multiple of the block size, `in.ld` a whole number of 16-byte vectors;
+/// `out` of the same shape. Everything is validated before any CUDA call; on error nothing is
+/// launched or written and the result names the argument.
 /// \code
 /// using F = fp4fuse::format::nvfp4<>;
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
 /// const fp4fuse::matrix_view<const __nv_bfloat16> in{x, M, K, K};
 /// const fp4fuse::quantized_matrix<F, L> out{packed, K / 2, scales, L{M, K / 16}};
-/// if (const auto r = fp4fuse::quantize(in, out, d_S, stream); !r) std::fprintf(stderr, "%s\n", r.message());
+/// if (const auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_tensor{d_S}, stream); !r) std::fprintf(stderr, "%s\n", r.message());
 /// \endcode
-template <class T, class Format, class Layout>
-result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>& out, const float* global_encode_scale,
-                cudaStream_t stream = nullptr) {
+template <class T, class Format, class Layout, class Scale = detail::unnamed_global_scale>
+result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>& out, const Scale& scale, cudaStream_t stream = nullptr) {
   using E = cuda::std::remove_const_t<T>;
   static_assert(detail::is_supported_element<E>, "fp4fuse::quantize: the input must be __nv_bfloat16, __half or float");
   static_assert(!scale_layout::is_grouped<Layout>,
                 "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  static_assert(detail::fits_global_scale<Format, Scale>());
+  static_assert(!cuda::std::is_same_v<Scale, global_scale::per_group>,
+                "fp4fuse::quantize: per_group scales need a grouped layout; quantize each group with its own global_scale::per_tensor");
+  constexpr bool per_row = cuda::std::is_same_v<Scale, global_scale::per_row>;
   detail::checker c("fp4fuse::quantize");
   c.matrix(in, "in", 1, Format::block_size, Format::block_size == 16 ? "the NVFP4 block size" : "the MXFP4 block size");
   c.quantized(out, "out");
-  c.template global_scale<Format>(global_encode_scale);
+  constexpr int P_row = detail::row_blocks_per_thread<E>;
+  bool one_pass = false;
+  if constexpr (per_row) {
+    c.scale(scale, out.layout.padded_rows());
+    one_pass = out.layout.padded_cols() <= detail::row_capacity<P_row>;
+  } else {
+    c.scale(scale);
+  }
   c.require(in.rows == out.rows() && in.cols == out.cols(), status::bad_shape,
             "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
             static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
   cuda::std::uint32_t groups_per_row = 0, total = 0;
-  constexpr int wide = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
+  constexpr int wide = detail::blocks_per_thread_for(Format::block_size * static_cast<int>(sizeof(E)));
   const int P = detail::blocks_per_thread_at(out.layout.padded_rows() * out.layout.padded_cols(), wide);
-  if (c) detail::grid_extent(c, out.layout, P, groups_per_row, total);
+  if (c && !one_pass) detail::grid_extent(c, out.layout, P, groups_per_row, total);
   if (!c) return c.outcome();
   if (in.rows == 0) return {};
   const matrix_view<const E> input{in.data, in.rows, in.cols, in.ld};
-  return detail::launch(P == 1 ? &detail::quantize_kernel<1, Format, Layout, E> : &detail::quantize_kernel<wide, Format, Layout, E>,
-                        cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out, global_encode_scale,
-                        detail::fast_div(groups_per_row), total);
-}
-
-/// Quantizes a row-major [M, K] matrix to NVFP4 with one global scale per row, on `stream`.
-///
-/// Numerics: row r exactly as the host composition S_r = nvfp4_global_encode_scale(row amax, NaN
-/// ignored), then `block_codec<Format>(S_r).quantize` of each block (bit-identical;
-/// tests/kernels/quantize.cu; `recipe::vllm`: S_r the host's, the blocks as the device codec's); S_r goes to `row_scales.encode_scales[r]`.
-/// One pass over the input (a CTA per row, the row in registers) where the padded row fits one CTA:
-/// K <= 16384 for 16-bit inputs, 8192 for float; longer rows take two passes (a row-amax kernel
-/// writes S_r, then the per-tensor block kernel reads S_r per row: the input is read twice), with
-/// the same bits. Requirements as the per-tensor `quantize`, NVFP4 only. Validated before any CUDA
-/// call; on error nothing is written.
-/// \code
-/// float* d_row_S = nullptr;  // M floats in device memory
-/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{packed, K / 2, scales, {M, K / 16}};
-/// auto r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, out, fp4fuse::global_scale::per_row{d_row_S}, stream);
-/// \endcode
-template <class T, class Format, class Layout>
-result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>& out, global_scale::per_row row_scales,
-                cudaStream_t stream = nullptr) {
-  using E = cuda::std::remove_const_t<T>;
-  static_assert(detail::is_supported_element<E>, "fp4fuse::quantize: the input must be __nv_bfloat16, __half or float");
-  static_assert(Format::has_global_scale, "fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale");
-  static_assert(!scale_layout::is_grouped<Layout>,
-                "fp4fuse::quantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
-  constexpr int P = detail::row_blocks_per_thread<E>;
-  detail::checker c("fp4fuse::quantize");
-  c.matrix(in, "in", 1, Format::block_size, "the NVFP4 block size");
-  c.quantized(out, "out");
-  c.require(in.rows == out.rows() && in.cols == out.cols(), status::bad_shape,
-            "in is [%lld, %lld] but out (its layout) is [%lld, %lld]", static_cast<long long>(in.rows), static_cast<long long>(in.cols),
-            static_cast<long long>(out.rows()), static_cast<long long>(out.cols()));
-  detail::check_per_row(c, out, row_scales.encode_scales);
-  const bool one_pass = out.layout.padded_cols() <= detail::row_capacity<P>;
-  cuda::std::uint32_t groups_per_row = 0, total = 0;
-  constexpr int wide = detail::blocks_per_thread_for<Format>(Format::block_size * static_cast<int>(sizeof(E)));
-  const int P2 = detail::blocks_per_thread_at(out.layout.padded_rows() * out.layout.padded_cols(), wide);
-  if (c && !one_pass) detail::grid_extent(c, out.layout, P2, groups_per_row, total);
-  if (!c) return c.outcome();
-  if (in.rows == 0) return {};
-  const matrix_view<const E> input{in.data, in.rows, in.cols, in.ld};
-  if (!one_pass) {
+  constexpr const char* entry = "fp4fuse::quantize";
+  if constexpr (per_row) {
+    if (one_pass) {
+      const int threads = detail::row_threads_for(out.layout.padded_cols(), P_row);
+      return detail::launch(threads == 64    ? &detail::quantize_per_row_kernel<64, P_row, Format, Layout, E>
+                            : threads == 128 ? &detail::quantize_per_row_kernel<128, P_row, Format, Layout, E>
+                                             : &detail::quantize_per_row_kernel<256, P_row, Format, Layout, E>,
+                            out.layout.padded_rows(), threads, stream, entry, input, out, scale.encode_scales);
+    }
     constexpr int P1 = detail::row_scale_pass_blocks;
     if (const result r = detail::launch(&detail::quantize_row_scale_kernel<detail::row_threads, P1, Format::block_size, E>, in.rows,
-                                        detail::row_threads, stream, "fp4fuse::quantize", input,
-                                        static_cast<cuda::std::uint32_t>(out.layout.scale_cols), row_scales.encode_scales);
+                                        detail::row_threads, stream, entry, input, static_cast<cuda::std::uint32_t>(out.layout.scale_cols),
+                                        scale.encode_scales);
         !r) {
       return r;
     }
-    return detail::launch(P2 == 1 ? &detail::quantize_kernel<1, Format, Layout, E, true> : &detail::quantize_kernel<wide, Format, Layout, E, true>,
-                          cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::quantize", input, out,
-                          static_cast<const float*>(row_scales.encode_scales), detail::fast_div(groups_per_row), total);
   }
-  const int threads = detail::row_threads_for(out.layout.padded_cols(), P);
-  return detail::launch(threads == 64    ? &detail::quantize_per_row_kernel<64, P, Format, Layout, E>
-                        : threads == 128 ? &detail::quantize_per_row_kernel<128, P, Format, Layout, E>
-                                         : &detail::quantize_per_row_kernel<256, P, Format, Layout, E>,
-                        out.layout.padded_rows(), threads, stream, "fp4fuse::quantize", input, out, row_scales.encode_scales);
-}
-
-/// Refuses a braced global scale, `quantize(in, out, {ptr})`, at compile time: the `const float*`
-/// overload would take it (a standard conversion beats `global_scale::per_row`'s aggregate
-/// initialisation) and read S from what may be a row-scale output. Name the kind instead.
-/// \code
-/// float* d_row_S = nullptr;  // M floats in device memory
-/// using L = fp4fuse::scale_layout::linear;
-/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L> out{packed, K / 2, scales, L{M, K / 16}};
-/// const fp4fuse::matrix_view<const __nv_bfloat16> in{x, M, K, K};
-/// auto r = fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{d_row_S}, stream);  // not {d_row_S}
-/// \endcode
-template <class T, class Format, class Layout, class P>
-result quantize(const matrix_view<T>&, const quantized_matrix<Format, Layout>&, std::initializer_list<P>, cudaStream_t = nullptr) {
-  static_assert(sizeof(P) == 0,
-                "fp4fuse::quantize: a braced {ptr} global scale is ambiguous; pass a const float* (S per tensor) or global_scale::per_row{ptr}");
-  return {};
+  return detail::launch(P == 1 ? &detail::quantize_kernel<1, Format, Layout, E, per_row> : &detail::quantize_kernel<wide, Format, Layout, E, per_row>,
+                        cuda::ceil_div(total, 256u), 256, stream, entry, input, out, detail::scale_pointer(scale),
+                        detail::fast_div(groups_per_row), total);
 }
 
 }  // namespace fp4fuse
