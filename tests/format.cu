@@ -30,7 +30,7 @@ void round_trip(const char* salt) {
   using codec_t = fp4fuse::block_codec<Format>;
   auto g = fp4fuse_test::rng(salt);
   std::normal_distribution<float> n(0.0f, 3.0f);
-  const codec_t codec(fp4fuse::nvfp4_global_encode_scale(40.0f));
+  const codec_t codec = fp4fuse::make_block_codec<Format>(fp4fuse::nvfp4_global_encode_scale(40.0f));
   for (int t = 0; t < 1000; ++t) {
     float x[Format::block_size], y[Format::block_size], partial[2] = {0.0f, 0.0f};
     for (int i = 0; i < Format::block_size; ++i) {

@@ -150,6 +150,14 @@ inline void check_launch(fp4fuse::detail::checker& c, const inputs& in, index_t 
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
   if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
   if (c && in.x.rows > 0) {
+    // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.
+    int device = 0;
+    if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) {
+      const fp4fuse::result r = fp4fuse::detail::cuda_failure(err, "");  // ": no usable CUDA device (...)"
+      c.require(r.code != status::no_device, status::no_device, "%s", r.message() + 2);
+    }
+  }
+  if (c && in.x.rows > 0) {
     c.require(l1_gemm::detail::wgmma_runs_here(), status::unsupported_architecture,
               "needs an sm_90 GPU and an sm_90a image in this build (the grouped kernels are sm_90a)");
   }

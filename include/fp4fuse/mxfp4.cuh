@@ -76,7 +76,7 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
 
   /// MXFP4 has no tensor scale; the codec needs no constants (code written for both formats:
   /// `make_block_codec`).
-  FP4FUSE_HOST_DEVICE block_codec() {}
+  FP4FUSE_HOST_DEVICE block_codec() { detail::require_ieee_float_math(); }
 
   /// Largest magnitude of a block with NaN winning over everything and Inf over finite values (an
   /// integer maximum over the magnitude bits).

@@ -1,4 +1,4 @@
-// The one validation path of every standalone launcher (detail/kernel_support.cuh): each bad
+// The one validation path of every standalone launcher (detail/launch.cuh; fast_div from detail/fast_div.cuh): each bad
 // argument is refused with its status and a sentence that names the argument and the requirement,
 // before any CUDA call (the CPU cases pass fake device pointers that must never be touched); a
 // machine without a GPU gets status::no_device for a valid call; on a GPU, refused calls leave
@@ -136,6 +136,8 @@ std::vector<bad_call> bad_calls() {
                                                                           fp4fuse::global_scale::per_tensor{p.S}, fp4fuse::activation::swiglu{});
                },
                status::not_multiple_of_block, "multiple of the gate/up granule G = 64"});
+  v.push_back({"swiglu_quantize: I = 24, not whole NVFP4 blocks", [&](const pointers& p) { return sq(mv{p.in, M, 48, 48}, qm{p.packed, 16, p.scales, L{M, 1}}, p.S); },
+               status::not_multiple_of_block, "gives I = 24 output columns: I must be a multiple of the NVFP4 block size 16"});
   v.push_back({"swiglu_quantize: ld below 2I", [&](const pointers& p) { return sq(mv{p.in, M, 2 * I, 2 * I - 8}, sq_out(p), p.S); },
                status::bad_leading_dimension, "gate_up.ld = 120 must be >= gate_up.cols = 128"});
   v.push_back({"swiglu_quantize: null S", [&](const pointers& p) { return sq(mv{p.in, M, 2 * I, 2 * I}, sq_out(p), nullptr); },
@@ -240,6 +242,11 @@ TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device"
   CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
   const fp4fuse::result a = fp4fuse::amax(mv{p.in, M, K, K}, p.amax, fp4fuse::global_scale::none{});
   CHECK(a.code == status::no_device);
+  // The rule for empty inputs: a launcher that has nothing to write returns ok without a CUDA call
+  // (the empty-matrix case above); amax always writes its result (0 for no elements, and S = 1), so
+  // it needs a device even for M = 0.
+  const fp4fuse::result empty_amax = fp4fuse::amax(mv{p.in, 0, K, K}, p.amax, fp4fuse::global_scale::per_tensor{p.S});
+  CHECK(empty_amax.code == status::no_device);
   const fp4fuse::result row = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}},
                                                 fp4fuse::global_scale::per_row{p.S});
   CHECK(row.code == status::no_device);

@@ -73,7 +73,7 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
       acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r), beyond);
     }
   }
-  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<F>(S != nullptr ? *S : 1.0f);
   if constexpr (HandBack) {
     // The caller's own store of the handed-back blocks: packed bytes inside the matrix, scale codes
     // and the padding's 0x00, as the direct form writes them.
@@ -133,7 +133,7 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
       acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i), beyond);
     }
   }
-  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<F>(S != nullptr ? *S : 1.0f);
   const float lane_amax = fp4fuse::swiglu_quantize_wgmma_epilogue<il8, Intermediate>(acc, {row0, gu0}, act, codec, out);
   if (amax != nullptr) fp4fuse::combine_output_amax(amax, lane_amax);  // the whole warpgroup is here
 }

@@ -4,6 +4,7 @@
 #include <fp4fuse/fp4fuse.cuh>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -61,6 +62,20 @@ class device_buffer {
   void* ptr_ = nullptr;
   std::size_t bytes_;
 };
+
+/// A per-row quantizer's three outputs against the host's: the packed bytes, the scale bytes and
+/// the row scales S_r (their float bits), each with its guard zone intact.
+inline void check_row_scaled_outputs(const device_buffer& packed, const std::vector<unsigned char>& want_packed, const device_buffer& scales,
+                                     const std::vector<unsigned char>& want_scales, const device_buffer& row_S, const std::vector<float>& want_S) {
+  std::vector<unsigned char> want_rs(want_S.size() * 4);
+  std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
+  CHECK(packed.download() == want_packed);
+  CHECK(scales.download() == want_scales);
+  CHECK(row_S.download() == want_rs);
+  CHECK(packed.guard_intact());
+  CHECK(scales.guard_intact());
+  CHECK(row_S.guard_intact());
+}
 
 enum class row_kind { random_wide, zero, specials, ties, outlier, count };
 

@@ -360,14 +360,7 @@ void check_swiglu_per_row(const Activation& act, const char* salt) {
         std::memcpy(&want_packed[static_cast<std::size_t>(row * ld_out + b * 8)], q.packed, 8);
       }
     }
-    std::vector<unsigned char> want_rs(want_S.size() * 4);
-    std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
-    CHECK(d_out.download() == want_packed);
-    CHECK(d_scales.download() == want_scales);
-    CHECK(d_rs.download() == want_rs);
-    CHECK(d_out.guard_intact());
-    CHECK(d_scales.guard_intact());
-    CHECK(d_rs.guard_intact());
+    check_row_scaled_outputs(d_out, want_packed, d_scales, want_scales, d_rs, want_S);
   }
 }
 

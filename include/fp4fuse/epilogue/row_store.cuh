@@ -15,6 +15,7 @@
 #include <cuda/std/type_traits>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
 #include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
 #include "fp4fuse/epilogue/tile_origin.cuh"
@@ -25,17 +26,6 @@
 namespace fp4fuse {
 
 namespace detail {
-/// Stores one block's packed words (8 bytes NVFP4, 16 MXFP4) with one vector store.
-template <int Words>
-FP4FUSE_HOST_DEVICE void store_packed_block(cuda::std::uint8_t* dst, const cuda::std::uint32_t (&w)[Words]) {
-  if constexpr (Words == 2) {
-    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
-  } else {
-    static_assert(Words == 4, "a block is 2 (NVFP4) or 4 (MXFP4) words");
-    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
 /// The scale bytes of a segment: the code inside the matrix, 0x00 in the layout's padding.
 template <class Format, class Layout, int Blocks>
 FP4FUSE_HOST_DEVICE void store_row_scales(const quantized_matrix<Format, Layout>& out, cuda::std::int64_t row, cuda::std::int64_t block0,
@@ -81,7 +71,7 @@ FP4FUSE_HOST_DEVICE void store_quantized_row(const quantized_matrix<Format, Layo
     cuda::std::uint8_t* dst = out.packed + origin.row * out.ld_packed + block0 * bytes;
     FP4FUSE_UNROLL
     for (int b = 0; b < Blocks; ++b) {
-      if (block0 + b < out.layout.scale_cols) detail::store_packed_block(dst + b * bytes, q.blocks[b].packed);
+      if (block0 + b < out.layout.scale_cols) detail::store_block_words<false>(dst + b * bytes, q.blocks[b].packed);
     }
   }
   detail::store_row_scales(out, origin.row, block0, q);
@@ -109,13 +99,13 @@ template <class Format, class Layout, int Blocks>
 FP4FUSE_DEVICE void store_quantized_row_staged(const quantized_matrix<Format, Layout>& out, tile_origin origin,
                                                const quantized_row<Format, Blocks>& q, void* staging) {
   static_assert(!scale_layout::is_grouped<Layout>, "store_quantized_row_staged: a grouped (MoE) layout is written per expert (layout.expert(e))");
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   constexpr int bytes = Format::block_size / 2;
   const cuda::std::int64_t block0 = detail::first_block_col<Format>(origin);
   if (origin.row < out.rows()) {
     auto* stage = static_cast<cuda::std::uint8_t*>(staging);
     FP4FUSE_UNROLL
-    for (int b = 0; b < Blocks; ++b) detail::store_packed_block(stage + b * bytes, q.blocks[b].packed);
+    for (int b = 0; b < Blocks; ++b) detail::store_block_words<false>(stage + b * bytes, q.blocks[b].packed);
     const cuda::std::int64_t left = out.layout.scale_cols - block0;
     const int valid = left <= 0 ? 0 : (left < Blocks ? static_cast<int>(left) : Blocks);
     const int bulk = (valid * bytes) & ~15;  // whole 16-byte units
@@ -128,7 +118,7 @@ FP4FUSE_DEVICE void store_quantized_row_staged(const quantized_matrix<Format, La
     if constexpr (bytes == 8) {
       FP4FUSE_UNROLL
       for (int b = 0; b < Blocks; ++b) {  // the odd last block (b == valid - 1), without indexing registers at run time
-        if (b == valid - 1 && valid * bytes != bulk) detail::store_packed_block(dst + bulk, q.blocks[b].packed);
+        if (b == valid - 1 && valid * bytes != bulk) detail::store_block_words<false>(dst + bulk, q.blocks[b].packed);
       }
     }
   }
@@ -146,7 +136,7 @@ FP4FUSE_DEVICE void store_quantized_row_staged(const quantized_matrix<Format, La
 /// __device__ void before_exit() { fp4fuse::wait_staged_stores(); }
 /// \endcode
 FP4FUSE_DEVICE void wait_staged_stores() {
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
 #else
   __trap();
