@@ -14,14 +14,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "l1_gemm/l1_gemm.cuh"
 #include "l1_gemm/reference.hpp"
 
@@ -51,31 +50,13 @@ struct options {
   l1_gemm::engine engine = l1_gemm::engine::automatic;
 };
 
-/// A whole decimal number from the command line, or exit 2 with a sentence naming `what`.
-inline int parse_int(const char* text, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX) {
-    std::fprintf(stderr, "%s must be a whole number, got '%s'\n", what, text);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
-}
-
 options parse(int argc, char** argv) {
   options o;
   o.seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto value = [&] { return examples_cli::option_value(i, argc, argv); };
     if (a == "--engine") {
       const std::string e = value();
       o.engine = e == "wgmma" ? l1_gemm::engine::wgmma : e == "mma" ? l1_gemm::engine::mma_sync : l1_gemm::engine::automatic;
@@ -84,13 +65,13 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
     } else if (a == "--reps") {
-      o.reps = std::max(1, parse_int(value(), "--reps"));
+      o.reps = std::max(1, examples_cli::parse_int(value(), "--reps"));
     } else if (a == "--check-rows") {
-      o.check_rows = std::max(1, parse_int(value(), "--check-rows"));
+      o.check_rows = std::max(1, examples_cli::parse_int(value(), "--check-rows"));
     } else if (a == "--seed") {
       o.seed = std::strtoull(value(), nullptr, 10);
     } else if (positional < 3 && !a.empty() && a[0] != '-') {
-      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = parse_int(a.c_str(), positional == 0 ? "T" : positional == 1 ? "H" : "I");
+      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = examples_cli::parse_int(a.c_str(), positional == 0 ? "T" : positional == 1 ? "H" : "I");
       ++positional;
     } else {
       std::fprintf(stderr, "usage: l1_gemm [T] [H] [I] [--engine auto|wgmma|mma] [--reps N] [--check-rows N] [--seed S]\n");

@@ -11,13 +11,12 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "l1_gemm/moe_data.cuh"
 #include "l1_gemm/moe_l1.cuh"
 #include "l1_gemm/moe_reference.hpp"
@@ -49,30 +48,12 @@ struct options {
   std::uint64_t seed = 0;
 };
 
-/// A whole decimal number from the command line, or exit 2 with a sentence naming `what`.
-inline int parse_int(const char* text, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX) {
-    std::fprintf(stderr, "%s must be a whole number, got '%s'\n", what, text);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
-}
-
 options parse(int argc, char** argv) {
   options o;
   o.seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto value = [&] { return examples_cli::option_value(i, argc, argv); };
     if (a == "deepseek") o.m = l1_gemm::moe::deepseek_v3;
     else if (a == "gptoss") o.m = l1_gemm::moe::gpt_oss_120b;
     else if (a == "--routing") {
@@ -82,10 +63,10 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.r = r == "uniform" ? l1_gemm::moe::routing::uniform : l1_gemm::moe::routing::skewed;
-    } else if (a == "--experts") o.experts = parse_int(value(), "--experts");
-    else if (a == "--reps") o.reps = std::max(1, parse_int(value(), "--reps"));
+    } else if (a == "--experts") o.experts = examples_cli::parse_int(value(), "--experts");
+    else if (a == "--reps") o.reps = std::max(1, examples_cli::parse_int(value(), "--reps"));
     else if (a == "--seed") o.seed = std::strtoull(value(), nullptr, 10);
-    else if (!a.empty() && a[0] != '-') o.T = parse_int(a.c_str(), "T (tokens; the model is deepseek or gptoss)");
+    else if (!a.empty() && a[0] != '-') o.T = examples_cli::parse_int(a.c_str(), "T (tokens; the model is deepseek or gptoss)");
     else {
       std::fprintf(stderr, "usage: moe_l1 [deepseek|gptoss] [T] [--routing uniform|skewed] [--experts E] [--reps N] [--seed S]\n");
       std::exit(2);

@@ -27,22 +27,6 @@ namespace fp4fuse {
 /// E2M1's largest value.
 inline constexpr float e2m1_max = 6.0f;
 
-namespace detail {
-/// The three segments of the E2M1 code map g(v) = min(2v, v + 2, v/2 + 4) for v = |y| >= 0, each
-/// offset by 2^23 (ulp 1) so that one rounding gives the integer code: the code of v is the least
-/// of the three and 2^23 + 7, minus 2^23. The one formula of every software encoder (this
-/// header's, and the fast block encoder's in detail/fast_block_encode.cuh).
-struct e2m1_segments {
-  float lower, middle, upper;
-};
-FP4FUSE_HOST_DEVICE constexpr e2m1_segments e2m1_segments_of(float v) {
-  constexpr float kRound = 8388608.0f;  // 2^23: ulp 1 on [2^23, 2^24)
-  return {v * 2.0f + kRound,             // [0, 2]: code 2v (2v is exact)
-          v + (kRound + 2.0f),           // [2, 4]: code v + 2
-          v * 0.5f + (kRound + 4.0f)};   // [4, 6]: code v/2 + 4 (v/2 exact where it matters)
-}
-}  // namespace detail
-
 /// Portable E2M1 encoder, usable in constant expressions and on every target.
 ///
 /// How: the E2M1 code of v = |x| is the integer nearest to the concave piecewise-linear map
@@ -57,10 +41,14 @@ FP4FUSE_HOST_DEVICE constexpr e2m1_segments e2m1_segments_of(float v) {
 /// static_assert(fp4fuse::e2m1_encode_software(-0.1f) == 0x8);  // -0
 /// \endcode
 FP4FUSE_HOST_DEVICE constexpr cuda::std::uint8_t e2m1_encode_software(float x) {
-  constexpr float kRound = 8388608.0f;
+  constexpr float kRound = 8388608.0f;  // 2^23: ulp 1 on [2^23, 2^24)
   const cuda::std::uint32_t bits = detail::float_bits(x);
-  const detail::e2m1_segments g = detail::e2m1_segments_of(detail::abs_float(x));
-  const float code_f = detail::min_num(detail::min_num(g.lower, g.middle), detail::min_num(g.upper, kRound + 7.0f));
+  const float v = detail::abs_float(x);
+  const float lower = v * 2.0f + kRound;            // [0, 2]: code 2v (2v is exact)
+  const float middle = v + (kRound + 2.0f);         // [2, 4]: code v + 2
+  const float upper = v * 0.5f + (kRound + 4.0f);   // [4, 6]: code v/2 + 4 (v/2 exact where it matters)
+  const float code_f = detail::min_num(detail::min_num(lower, middle),
+                                       detail::min_num(upper, kRound + 7.0f));
   const cuda::std::uint32_t code = detail::float_bits(code_f) - 0x4B000000u;
   const cuda::std::uint32_t sign = detail::is_nan_bits(bits) ? 0u : (bits >> 28) & 0x8u;
   return static_cast<cuda::std::uint8_t>(code | sign);
@@ -124,8 +112,11 @@ FP4FUSE_DEVICE float min_propagating_nan(float a, float b) {
 /// and NaN handling left to the caller. Three FMA-pipe operations and three min operations.
 FP4FUSE_DEVICE float e2m1_magnitude_code_magic(float y) {
   constexpr float kRound = 8388608.0f;
-  const e2m1_segments g = e2m1_segments_of(fabsf(y));
-  return min_propagating_nan(fminf(g.lower, g.middle), fminf(g.upper, kRound + 7.0f));
+  const float v = fabsf(y);
+  const float lower = fmaf(v, 2.0f, kRound);
+  const float middle = v + (kRound + 2.0f);
+  const float upper = fminf(fmaf(v, 0.5f, kRound + 4.0f), kRound + 7.0f);
+  return min_propagating_nan(fminf(lower, middle), upper);
 }
 
 /// Packs four magnitude codes into the low 16 bits of a float's bit pattern with exact FMAs

@@ -70,8 +70,11 @@ FP4FUSE_DEVICE sign_bytes sign_bytes_of_halves(const cuda::std::uint32_t* w) {
 /// without it |y| must be below 7 (where v/2 + 4 rounds to at most 7).
 template <bool Clamp>
 FP4FUSE_DEVICE cuda::std::uint32_t e2m1_magnitude_bits_not_nan(float y) {
-  const e2m1_segments g = e2m1_segments_of(Clamp ? fminf(fabsf(y), 6.5f) : fabsf(y));
-  const cuda::std::uint32_t lower = float_bits(g.lower), middle = float_bits(g.middle), upper = float_bits(g.upper);
+  constexpr float kRound = 8388608.0f;
+  const float v = Clamp ? fminf(fabsf(y), 6.5f) : fabsf(y);
+  const cuda::std::uint32_t lower = float_bits(fmaf(v, 2.0f, kRound));
+  const cuda::std::uint32_t middle = float_bits(v + (kRound + 2.0f));
+  const cuda::std::uint32_t upper = float_bits(fmaf(v, 0.5f, kRound + 4.0f));
   const cuda::std::uint32_t lm = lower < middle ? lower : middle;
   return lm < upper ? lm : upper;
 }
