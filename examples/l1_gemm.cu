@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "example_support.hpp"
 #include "l1_gemm/l1_gemm.cuh"
 #include "l1_gemm/reference.hpp"
 
@@ -28,21 +28,6 @@ namespace {
 
 using act_t = fp4fuse::activation::swiglu;
 
-#define CHECK_CUDA(call)                                                                                  \
-  do {                                                                                                    \
-    const cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_));       \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
-
-void check_result(const fp4fuse::result& r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "%s: %s\n", what, r.message());
-    std::exit(1);
-  }
-}
 
 struct options {
   int T = 4096, H = 7168, I = 2048, reps = 20, check_rows = 24;

@@ -16,28 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "example_support.hpp"
 #include "l1_gemm/moe_data.cuh"
 #include "l1_gemm/moe_l1.cuh"
 #include "l1_gemm/moe_reference.hpp"
 
 namespace {
 
-#define CHECK_CUDA(call)                                                                                  \
-  do {                                                                                                    \
-    const cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_));       \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
-
-void check_result(const fp4fuse::result& r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "%s: %s\n", what, r.message());
-    std::exit(1);
-  }
-}
 
 using start_t = fp4fuse::scale_layout::expert_start::offset_bound;  // TensorRT-LLM's and flashinfer's convention
 
