@@ -179,7 +179,7 @@ int run_grouped(const char* routings, const char* torch_json) {
           make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
           gn.run();
         },
-        [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, dense_out, d_S)); },
+        [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); },
     });
     CHECK_CUDA(cudaDeviceSynchronize());
     const double torch_t = i < torch_us.size() ? torch_us[i] : -1.0;
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
           [&] { cublas.run(x, w, d); },
           [&] {
             cublas.run(x, w, d);
-            CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, fp4fuse::activation::swiglu{}, out, d_S));
+            CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{}));
           },
       });
       CHECK_CUDA(cudaDeviceSynchronize());

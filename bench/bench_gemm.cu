@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
       if (profile_model >= 0 && T != profile_tokens) continue;
       const l1_gemm::problem p{x, w, T, H, I, gate_up, h, packed, scales, S};
       CHECK_FP4(fp4fuse::gemm::gemm(x, w, T, N, H, fp4fuse::gemm::swiglu_bf16<act_t>{{h, T, I, I}, act_t{}}, engine));
-      CHECK_FP4(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, T, I, I}, amax, S));  // the static scale every flow uses
+      CHECK_FP4(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, T, I, I}, amax, fp4fuse::global_scale::per_tensor{S}));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
       r.plan = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount);

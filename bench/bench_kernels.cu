@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   fill_bf16<<<4096, 256>>>(x, max_elems, 12345u);
   CHECK_CUDA(cudaGetLastError());
   CHECK_FP4(fp4fuse::amax(
-      fp4fuse::matrix_view<const __nv_bfloat16>{x, 1, static_cast<std::int64_t>(max_elems), static_cast<std::int64_t>(max_elems)}, d_amax, d_S));
+      fp4fuse::matrix_view<const __nv_bfloat16>{x, 1, static_cast<std::int64_t>(max_elems), static_cast<std::int64_t>(max_elems)}, d_amax, fp4fuse::global_scale::per_tensor{d_S}));
   CHECK_CUDA(cudaDeviceSynchronize());
 
   using NV = fp4fuse::format::nvfp4<>;
@@ -99,14 +99,14 @@ int main(int argc, char** argv) {
     const in_view in{x, m, k, k};
     const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
     record("quantize nvfp4 bf16 swizzled", shape_str(m, k), quantize_bytes(m, k, 16),
-           time_us([&] { CHECK_FP4(fp4fuse::quantize(in, out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::quantize(in, out, fp4fuse::global_scale::per_tensor{d_S})); }));
   };
   auto bench_swiglu = [&](std::int64_t m, std::int64_t i) {
     const in_view gu{x, m, 2 * i, 2 * i};
     const fp4fuse::quantized_matrix<NV, SW> out{packed, i / 2, scales, SW{m, i / 16}};
     const double bytes = double(m) * 2 * i * 2 + double(m) * i / 2 + double(SW{m, i / 16}.size_bytes());
     record("swiglu_quantize nvfp4 il8 swiglu", shape_str(m, 2 * i), bytes,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); }));
   };
 
   // Measurement only: the quantize kernel at a fixed number of blocks per thread (the launcher picks
@@ -131,30 +131,30 @@ int main(int argc, char** argv) {
     const std::int64_t m = 16384, k = 7168;
     const fp4fuse::quantized_matrix<NV, SW, const std::uint8_t> deq_in{packed, k / 2, scales, SW{m, k / 16}};
     record("dequantize nvfp4 -> bf16 swizzled", shape_str(m, k), double(m) * k / 2 + double(SW{m, k / 16}.size_bytes()) + double(m) * k * 2,
-           time_us([&] { CHECK_FP4(fp4fuse::dequantize(deq_in, d_S, fp4fuse::matrix_view<__nv_bfloat16>{y, m, k, k})); }));
+           time_us([&] { CHECK_FP4(fp4fuse::dequantize(deq_in, fp4fuse::matrix_view<__nv_bfloat16>{y, m, k, k}, fp4fuse::global_scale::per_tensor{d_S})); }));
     const fp4fuse::quantized_matrix<MX, LIN> mx_out{packed, k / 2, scales, LIN{m, k / 32}};
     record("quantize mxfp4 bf16 linear", shape_str(m, k), double(m) * k * 2 + double(m) * k / 2 + double(m) * k / 32,
-           time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, mx_out, nullptr)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, m, k, k}, mx_out, fp4fuse::global_scale::none{})); }));
     record("amax bf16 (+ global scale)", shape_str(m, k), double(m) * k * 2,
-           time_us([&] { CHECK_FP4(fp4fuse::amax(in_view{x, m, k, k}, d_amax, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::amax(in_view{x, m, k, k}, d_amax, fp4fuse::global_scale::per_tensor{d_S})); }));
     const in_view gu{x, m, 4096, 4096};
     record("swiglu -> compact bf16 (flow 2)", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 2048 * 2,
            time_us([&] {
-             CHECK_FP4(fp4fuse::swiglu<IL8>(gu, fp4fuse::activation::swiglu{}, fp4fuse::matrix_view<__nv_bfloat16>{y, m, 2048, 2048}));
+             CHECK_FP4(fp4fuse::gated_activation<IL8>(gu, fp4fuse::matrix_view<__nv_bfloat16>{y, m, 2048, 2048}, fp4fuse::global_scale::none{}, fp4fuse::activation::swiglu{}));
            }));
     const fp4fuse::quantized_matrix<NV, SW> g_out{packed, 1024, scales, SW{m, 128}};
     const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes());
     record("swiglu_quantize gptoss il1", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped{}, g_out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, g_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu_clamped{})); }));
     // G = 1 against G = 8 with the same activation, and the opt-in fast activations (issue 15).
     record("swiglu_quantize nvfp4 il1 swiglu", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu{}, g_out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, g_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); }));
     record("swiglu_quantize nvfp4 il8 swiglu_fast", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, g_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu_fast{})); }));
     record("swiglu_quantize nvfp4 il1 swiglu_fast", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_fast{}, g_out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, g_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu_fast{})); }));
     record("swiglu_quantize gptoss il1 fast", shape_str(m, 4096), gb,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, fp4fuse::activation::swiglu_clamped_fast{}, g_out, d_S)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<1>>(gu, g_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu_clamped_fast{})); }));
     {
       // Measurement only: the same kernel with two blocks per thread (the launcher uses one).
       std::uint32_t tiles = 0, total = 0;
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     }
     const fp4fuse::quantized_matrix<MX, LIN> mx_g_out{packed, 1024, scales, LIN{m, 64}};
     record("swiglu_quantize mxfp4 il8 swiglu", shape_str(m, 4096), double(m) * 4096 * 2 + double(m) * 1024 + double(m) * 64,
-           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, mx_g_out, nullptr)); }));
+           time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, mx_g_out, fp4fuse::global_scale::none{}, fp4fuse::activation::swiglu{})); }));
   }
   bench_quantize(8192, 4096);
   for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{16384, 7168}, {8192, 4096}, {4096, 2048}, {1024, 7168}}) {
@@ -198,10 +198,10 @@ int main(int argc, char** argv) {
     const fp4fuse::quantized_matrix<NV, SW> g_out{packed, 1024, scales, SW{m, 128}};
     const double gb = double(m) * 4096 * 2 + double(m) * 1024 + double(SW{m, 128}.size_bytes()) + 4.0 * m;
     record("swiglu_quantize il8 swiglu per-row S", shape_str(m, 4096), gb, time_us([&] {
-             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, g_out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu{}));
            }));
     record("swiglu_quantize il8 swiglu_fast per-row S", shape_str(m, 4096), gb, time_us([&] {
-             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, fp4fuse::activation::swiglu_fast{}, g_out, fp4fuse::global_scale::per_row{row_S}));
+             CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(gu, g_out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu_fast{}));
            }));
     {
       // Rows longer than one CTA holds: per-row scales take two passes (the input read twice),
@@ -209,19 +209,19 @@ int main(int argc, char** argv) {
       const std::int64_t lm = 4096, lk = 32768, li = 14336;
       const fp4fuse::quantized_matrix<NV, SW> q_out{packed, lk / 2, scales, SW{lm, lk / 16}};
       record("quantize nvfp4 bf16 swizzled", shape_str(lm, lk), quantize_bytes(lm, lk, 16),
-             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, lm, lk, lk}, q_out, d_S)); }));
+             time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, lm, lk, lk}, q_out, fp4fuse::global_scale::per_tensor{d_S})); }));
       record("quantize nvfp4 bf16 swizzled per-row S (two passes)", shape_str(lm, lk), quantize_bytes(lm, lk, 16) + 4.0 * lm,
              time_us([&] { CHECK_FP4(fp4fuse::quantize(in_view{x, lm, lk, lk}, q_out, fp4fuse::global_scale::per_row{row_S})); }));
       const in_view lgu{x, lm, 2 * li, 2 * li};
       const fp4fuse::quantized_matrix<NV, SW> lg_out{packed, li / 2, scales, SW{lm, li / 16}};
       const double lgb = double(lm) * 2 * li * 2 + double(lm) * li / 2 + double(SW{lm, li / 16}.size_bytes());
       record("swiglu_quantize il8 swiglu", shape_str(lm, 2 * li), lgb,
-             time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu{}, lg_out, d_S)); }));
+             time_us([&] { CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, lg_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); }));
       record("swiglu_quantize il8 swiglu per-row S (two passes)", shape_str(lm, 2 * li), lgb + 4.0 * lm, time_us([&] {
-               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu{}, lg_out, fp4fuse::global_scale::per_row{row_S}));
+               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, lg_out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu{}));
              }));
       record("swiglu_quantize il8 swiglu_fast per-row S (two passes)", shape_str(lm, 2 * li), lgb + 4.0 * lm, time_us([&] {
-               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, fp4fuse::activation::swiglu_fast{}, lg_out, fp4fuse::global_scale::per_row{row_S}));
+               CHECK_FP4(fp4fuse::swiglu_quantize<IL8>(lgu, lg_out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu_fast{}));
              }));
     }
     CHECK_CUDA(cudaFree(row_S));

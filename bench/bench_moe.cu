@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
     auto out = fp4fuse::gemm::moe::grouped_output<start_t>{packed, I / 2, scales, layout};
     out.layout.expert_offsets = d_offsets;
     const fp4fuse::gemm::sm90::grouped_plan* fp = force ? &forced : nullptr;
-    const fp4fuse::gemm::moe::global_scales gs{S, false};
+    const fp4fuse::global_scale::per_tensor gs{S};
     const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, routed, N, N};
     const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> dense_out{packed, I / 2, dense_scales,
                                                                                                                dense_layout};
@@ -252,12 +252,12 @@ int main(int argc, char** argv) {
       const fp4fuse::activation::swiglu_clamped act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
       fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
-      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
+      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     } else {
       const fp4fuse::activation::swiglu act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
       fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
-      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S)); };
+      swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     }
     bf16_gemm = [=] {
       CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));

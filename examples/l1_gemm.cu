@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "example_support.hpp"
 #include "l1_gemm/l1_gemm.cuh"
 #include "l1_gemm/reference.hpp"
 
@@ -27,21 +28,6 @@ namespace {
 
 using act_t = fp4fuse::activation::swiglu;
 
-#define CHECK_CUDA(call)                                                                                  \
-  do {                                                                                                    \
-    const cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_));       \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
-
-void check_result(const fp4fuse::result& r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "%s: %s\n", what, r.message());
-    std::exit(1);
-  }
-}
 
 struct options {
   int T = 4096, H = 7168, I = 2048, reps = 20, check_rows = 24;
@@ -55,13 +41,7 @@ options parse(int argc, char** argv) {
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto value = [&] { return examples_cli::option_value(i, argc, argv); };
     if (a == "--engine") {
       const std::string e = value();
       o.engine = e == "wgmma" ? fp4fuse::gemm::engine::wgmma : e == "mma" ? fp4fuse::gemm::engine::mma_sync : fp4fuse::gemm::engine::automatic;
@@ -70,13 +50,13 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
     } else if (a == "--reps") {
-      o.reps = std::max(1, std::atoi(value()));
+      o.reps = std::max(1, examples_cli::parse_int(value(), "--reps"));
     } else if (a == "--check-rows") {
-      o.check_rows = std::max(1, std::atoi(value()));
+      o.check_rows = std::max(1, examples_cli::parse_int(value(), "--check-rows"));
     } else if (a == "--seed") {
       o.seed = std::strtoull(value(), nullptr, 10);
     } else if (positional < 3 && !a.empty() && a[0] != '-') {
-      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = std::atoi(a.c_str());
+      (positional == 0 ? o.T : positional == 1 ? o.H : o.I) = examples_cli::parse_int(a.c_str(), positional == 0 ? "T" : positional == 1 ? "H" : "I");
       ++positional;
     } else {
       std::fprintf(stderr, "usage: l1_gemm [T] [H] [I] [--engine auto|wgmma|mma] [--reps N] [--check-rows N] [--seed S]\n");
@@ -103,6 +83,10 @@ int host_path(const options& requested) {
   const int T = std::min(requested.T, 40), H = std::min(requested.H, 128), I = std::min(requested.I, 96);
   std::printf("No CUDA device: running the fragment epilogue on the host over T=%d H=%d I=%d (seed %llu).\n", T, H, I,
               static_cast<unsigned long long>(requested.seed));
+  if (T != requested.T || H != requested.H || I != requested.I) {
+    std::printf("(the host path caps the shape at T=40 H=128 I=96; requested T=%d H=%d I=%d, which runs on a GPU)\n", requested.T,
+                requested.H, requested.I);
+  }
   const l1_gemm::host::inputs in(T, H, I, requested.seed);
   std::vector<float> gu(static_cast<std::size_t>(T) * 2 * I);
   std::vector<std::vector<float>> h_ref(static_cast<std::size_t>(T));
@@ -200,7 +184,7 @@ int main(int argc, char** argv) {
 
   // Calibrate the static global scale once, from the compact SwiGLU output's amax.
   check_result(fp4fuse::gemm::gemm(d.x, d.w, T, 2 * I, H, fp4fuse::gemm::swiglu_bf16<act_t>{{d.h, T, I, I}, act_t{}}, engine), "calibration GEMM");
-  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, d.S), "amax");
+  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{d.h, T, I, I}, d.amax, fp4fuse::global_scale::per_tensor{d.S}), "amax");
   CHECK_CUDA(cudaDeviceSynchronize());
   float S = 0;
   CHECK_CUDA(cudaMemcpy(&S, d.S, 4, cudaMemcpyDeviceToHost));

@@ -16,27 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "example_support.hpp"
 #include "l1_gemm/moe_data.cuh"
 #include <fp4fuse/gemm/grouped.cuh>
 #include "l1_gemm/moe_reference.hpp"
 
 namespace {
 
-#define CHECK_CUDA(call)                                                                                  \
-  do {                                                                                                    \
-    const cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_));       \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
-
-void check_result(const fp4fuse::result& r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "%s: %s\n", what, r.message());
-    std::exit(1);
-  }
-}
 
 using start_t = fp4fuse::scale_layout::expert_start::offset_bound;  // TensorRT-LLM's and flashinfer's convention
 
@@ -52,13 +38,7 @@ options parse(int argc, char** argv) {
   o.seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto value = [&] { return examples_cli::option_value(i, argc, argv); };
     if (a == "deepseek") o.m = l1_gemm::moe::deepseek_v3;
     else if (a == "gptoss") o.m = l1_gemm::moe::gpt_oss_120b;
     else if (a == "--routing") {
@@ -68,10 +48,10 @@ options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.r = r == "uniform" ? l1_gemm::moe::routing::uniform : l1_gemm::moe::routing::skewed;
-    } else if (a == "--experts") o.experts = std::atoi(value());
-    else if (a == "--reps") o.reps = std::max(1, std::atoi(value()));
+    } else if (a == "--experts") o.experts = examples_cli::parse_int(value(), "--experts");
+    else if (a == "--reps") o.reps = std::max(1, examples_cli::parse_int(value(), "--reps"));
     else if (a == "--seed") o.seed = std::strtoull(value(), nullptr, 10);
-    else if (!a.empty() && a[0] != '-') o.T = std::atoi(a.c_str());
+    else if (!a.empty() && a[0] != '-') o.T = examples_cli::parse_int(a.c_str(), "T (tokens; the model is deepseek or gptoss)");
     else {
       std::fprintf(stderr, "usage: moe_l1 [deepseek|gptoss] [T] [--routing uniform|skewed] [--experts E] [--reps N] [--seed S]\n");
       std::exit(2);
@@ -163,13 +143,13 @@ int run(const options& o, const Activation& act) {
   check_result(fp4fuse::gemm::moe::run_swiglu_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{h, rows, I, I}, act, E, d_offsets), "flow 2 GEMM");
   float* d_amax;
   CHECK_CUDA(cudaMalloc(&d_amax, 4));
-  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, rows, I, I}, d_amax, S), "amax");
+  check_result(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, rows, I, I}, d_amax, fp4fuse::global_scale::per_tensor{S}), "amax");
   float S_host = 0;
   CHECK_CUDA(cudaMemcpy(&S_host, S, 4, cudaMemcpyDeviceToHost));
 
   fp4fuse::gemm::moe::grouped_output<start_t> out{packed, I / 2, scales, host_layout};
   out.layout.expert_offsets = d_offsets;
-  const fp4fuse::gemm::moe::global_scales gs{S, false};
+  const fp4fuse::global_scale::per_tensor gs{S};
   check_result(fp4fuse::gemm::moe::run_fused(in, out, gs, act), "flow 3 (fused grouped L1)");
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<std::uint8_t> got_packed(std::size_t(rows) * I / 2), got_scales(static_cast<std::size_t>(host_layout.size_bytes()));
@@ -195,7 +175,7 @@ int run(const options& o, const Activation& act) {
   const double t3 = time_us(o.reps, [&] { check_result(fp4fuse::gemm::moe::run_fused(in, out, gs, act), "flow 3"); });
   const double t1 = time_us(o.reps, [&] {
     check_result(fp4fuse::gemm::moe::run_bf16(in, gu, E, d_offsets), "flow 1 GEMM");
-    check_result(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, act, dense_out, S), "flow 1 swiglu_quantize");
+    check_result(fp4fuse::swiglu_quantize<l1_gemm::gate_up>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act), "flow 1 swiglu_quantize");
   });
   const double nvfp4_bytes = double(rows) * I / 2 + double(host_layout.size_bytes());
   std::printf("\n| flow | time us | bytes written | codes differing from float64 | rel. RMS error (reference's own) | scale padding 0x00 |\n");

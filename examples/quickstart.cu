@@ -130,10 +130,10 @@ int main(int argc, char** argv) {
     cuda_ok(cudaMemcpy(d_Sh, &Sh, 4, cudaMemcpyHostToDevice), "upload");
     // 1. amax -> S on the device, then quantize reading S from device memory.
     const fp4fuse::matrix_view<const __nv_bfloat16> x_view{d_x, M, K, K}, gu_view{d_gu, M, 2 * I, 2 * I};
-    fp4fuse::result r = fp4fuse::amax(x_view, d_amax, d_S);
-    if (r) r = fp4fuse::quantize(x_view, fp4fuse::quantized_matrix<F, L>{d_px, K / 2, d_sx, lx}, d_S);
+    fp4fuse::result r = fp4fuse::amax(x_view, d_amax, fp4fuse::global_scale::per_tensor{d_S});
+    if (r) r = fp4fuse::quantize(x_view, fp4fuse::quantized_matrix<F, L>{d_px, K / 2, d_sx, lx}, fp4fuse::global_scale::per_tensor{d_S});
     // 2. SwiGLU + NVFP4 from the interleaved gate/up matrix.
-    if (r) r = fp4fuse::swiglu_quantize<GU>(gu_view, fp4fuse::activation::swiglu{}, fp4fuse::quantized_matrix<F, L>{d_ph, I / 2, d_sh, lh}, d_Sh);
+    if (r) r = fp4fuse::swiglu_quantize<GU>(gu_view, fp4fuse::quantized_matrix<F, L>{d_ph, I / 2, d_sh, lh}, fp4fuse::global_scale::per_tensor{d_Sh}, fp4fuse::activation::swiglu{});
     if (!r) {
       std::fprintf(stderr, "%s\n", r.message());
       return 1;

@@ -29,11 +29,27 @@ fi
 # The configure output in a few lines: tools, dependencies and options; the rest is in meson-log.txt.
 grep -E '^(Cuda compiler for the host|Run-time dependency catch2|Build targets in project)' "$setup_log" |
   sed 's/^/  /' || true
-echo "fp4fuse: configured $build (${options[*]}); building the tests"
+echo "fp4fuse: configured $build (${options[*]}); building the tests (Ninja prints each compile as it starts)"
 meson compile -C "$build"
 echo "fp4fuse: built in $((SECONDS - start)) s; running the tests"
 status=0
-meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" "$@" || status=$?
+# Meson prints a line per finished test only, and some compile checks take minutes: say every
+# minute how long it has been and which tests are running.
+meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" "$@" &
+test_pid=$!
+(
+  while sleep 60; do
+    kill -0 "$test_pid" 2>/dev/null || exit 0
+    running="$(ps -o args= --ppid "$test_pid" 2>/dev/null | while read -r line; do
+      grep -oE '[^ /]+\.(cu|py|sh)|test_[a-z0-9_]+' <<<"$line" | paste -sd ' ' - || true
+    done | paste -sd ';' - || true)"
+    echo "fp4fuse: $((SECONDS - start)) s, still testing: ${running:-(starting)}"
+  done
+) &
+ticker_pid=$!
+wait "$test_pid" || status=$?
+kill "$ticker_pid" 2>/dev/null || true
+wait "$ticker_pid" 2>/dev/null || true
 echo "fp4fuse: test command took $((SECONDS - start)) s in all"
 python3 scripts/summary.py "$build/meson-logs/testlog.json"
 exit "$status"

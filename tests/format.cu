@@ -30,7 +30,7 @@ void round_trip(const char* salt) {
   using codec_t = fp4fuse::block_codec<Format>;
   auto g = fp4fuse_test::rng(salt);
   std::normal_distribution<float> n(0.0f, 3.0f);
-  const codec_t codec(fp4fuse::nvfp4_global_encode_scale(40.0f));
+  const codec_t codec = fp4fuse::make_block_codec<Format>(fp4fuse::nvfp4_global_encode_scale(40.0f));
   for (int t = 0; t < 1000; ++t) {
     float x[Format::block_size], y[Format::block_size], partial[2] = {0.0f, 0.0f};
     for (int i = 0; i < Format::block_size; ++i) {
@@ -45,7 +45,7 @@ void round_trip(const char* salt) {
     REQUIRE(std::equal(std::begin(a.packed), std::end(a.packed), std::begin(b.packed)));
     codec.dequantize(a, y);
     for (int i = 0; i < Format::block_size; ++i) {
-      const float sf = codec_t::scale_value(a.scale) * codec.decode_scale();
+      const float sf = codec_t::scale_value(a.scale) * codec.global_decode_scale();
       REQUIRE(std::fabs(y[i] - x[i]) <= 2.0f * sf + 1e-6f);  // within the block's largest E2M1 step
     }
   }

@@ -111,7 +111,7 @@ TEST_CASE("nvfp4: dequantize is (e2m1 * e4m3) * (1/S) and inverts quantize withi
     const nvfp4_block b = q.quantize(x);
     float y[16];
     q.dequantize(b, y);
-    REQUIRE(bits_of(q.decode_scale()) == bits_of(fp4fuse::nvfp4_global_decode_scale(S)));
+    REQUIRE(bits_of(q.global_decode_scale()) == bits_of(fp4fuse::nvfp4_global_decode_scale(S)));
     const float sf = reference::fp8_value(b.scale);
     for (int i = 0; i < 16; ++i) {
       const float code_value =

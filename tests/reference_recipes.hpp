@@ -75,35 +75,34 @@ inline float amax_propagating(const float (&x)[32]) {
   return nan ? NAN : inf ? INFINITY : m;
 }
 
-/// OCP MX v1.0: X = 2^(floor(log2 amax) - 2), code clamped to [0, 254]; non-finite -> NaN scale.
-inline block_result ocp_mxfp4(const float (&x)[32]) {
+/// An MX block from its scale code's formula (`code_of(amax)` for a finite amax): non-finite ->
+/// NaN scale (0xFF); the multiplier 2^(127 - code); codes fp4(x * multiplier).
+template <class CodeOf>
+inline block_result mx_block(const float (&x)[32], CodeOf code_of) {
   block_result r{};
   const float amax = amax_propagating(x);
   if (!std::isfinite(amax)) {
     r.scale = 0xFF;
     r.multiplier = NAN;
   } else {
-    const int e = amax == 0.0f ? -1000 : std::ilogb(amax) - 2 + 127;
-    r.scale = static_cast<std::uint8_t>(std::clamp(e, 0, 254));
+    r.scale = code_of(amax);
     r.multiplier = std::ldexp(1.0f, 127 - r.scale);
   }
   for (int i = 0; i < 32; ++i) r.codes[i] = fp4(x[i] * r.multiplier);
   return r;
 }
 
+/// OCP MX v1.0: X = 2^(floor(log2 amax) - 2), code clamped to [0, 254]; non-finite -> NaN scale.
+inline block_result ocp_mxfp4(const float (&x)[32]) {
+  return mx_block(x, [](float amax) {
+    const int e = amax == 0.0f ? -1000 : std::ilogb(amax) - 2 + 127;
+    return static_cast<std::uint8_t>(std::clamp(e, 0, 254));
+  });
+}
+
 /// Round-up MX: code = ue8m0_rp(amax / 6); non-finite -> NaN scale.
 inline block_result round_up_mxfp4(const float (&x)[32]) {
-  block_result r{};
-  const float amax = amax_propagating(x);
-  if (!std::isfinite(amax)) {
-    r.scale = 0xFF;
-    r.multiplier = NAN;
-  } else {
-    r.scale = __nv_cvt_float_to_e8m0(amax / 6.0f, __NV_SATFINITE, cudaRoundPosInf);
-    r.multiplier = std::ldexp(1.0f, 127 - r.scale);
-  }
-  for (int i = 0; i < 32; ++i) r.codes[i] = fp4(x[i] * r.multiplier);
-  return r;
+  return mx_block(x, [](float amax) { return static_cast<std::uint8_t>(__nv_cvt_float_to_e8m0(amax / 6.0f, __NV_SATFINITE, cudaRoundPosInf)); });
 }
 
 }  // namespace fp4fuse_test::reference

@@ -27,7 +27,7 @@ __device__ __forceinline__ const float (&as_array(const float* p))[N] {
 
 template <class Format>
 __device__ __forceinline__ fp4fuse::block_codec<Format> codec_of(float S) {
-  return fp4fuse::block_codec<Format>(S);
+  return fp4fuse::make_block_codec<Format>(S);  // MXFP4 ignores S
 }
 
 template <class Format>

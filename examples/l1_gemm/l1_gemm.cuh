@@ -94,7 +94,7 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
     // problem that fits in memory reaches): an error launches nothing.
     const fp4fuse::matrix_view<__nv_bfloat16> gu{p.gate_up, T, 2 * I, 2 * I};
     if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, store_bf16{gu}, e, stream, force_plan); !r) return r;
-    return fp4fuse::swiglu_quantize<gate_up>(gu, act, out, p.global_encode_scale, stream);
+    return fp4fuse::swiglu_quantize<gate_up>(gu, out, fp4fuse::global_scale::per_tensor{p.global_encode_scale}, act, stream);
   } else if constexpr (std::is_same_v<Flow, flow::compact_bf16>) {
     if (p.h == nullptr) return {status::null_pointer};
     if (!fp4fuse::detail::is_aligned(p.h, 16)) return {status::misaligned_pointer};
@@ -102,7 +102,7 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
     if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_bf16<Activation>{h, act}, e, stream, force_plan); !r) {
       return r;
     }
-    return fp4fuse::quantize(h, out, p.global_encode_scale, stream);
+    return fp4fuse::quantize(h, out, fp4fuse::global_scale::per_tensor{p.global_encode_scale}, stream);
   } else {
     using intermediate = typename fused_traits<Flow>::intermediate;
     return gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_nvfp4<Activation, intermediate>{out, p.global_encode_scale, act}, e, stream, force_plan);

@@ -4,8 +4,8 @@
 ///
 /// The exact ones (`swiglu`, `swiglu_clamped`, `geglu_tanh`) use fp4fuse's portable exp
 /// (detail/exp.cuh, within 2 ulp of exp), IEEE division and explicitly rounded products, so the host
-/// and every GPU produce the same bits; they do not match CUDA's or glibc's expf to the last bit. Do
-/// not compile with --use_fast_math (it replaces the IEEE division and flushes subnormals).
+/// and every GPU produce the same bits; they do not match CUDA's or glibc's expf to the last bit. A
+/// --use_fast_math build is refused (docs/NUMERICS.md, "Build flags").
 ///
 /// The opt-in fast ones (`swiglu_fast`, `swiglu_clamped_fast`) compute what kernels compiled with
 /// fast math do: the hardware `ex2.approx.ftz` and `rcp.approx.ftz` on the device (relative error

@@ -90,6 +90,21 @@
 #  define FP4FUSE_ARCH_HAS_E4M3_CVT 0
 #endif
 
+/// 1 in device passes for sm_90 and later (TMA bulk copies, clusters); 0 on the host and on
+/// sm_80/sm_89.
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#  define FP4FUSE_ARCH_HAS_SM90 1
+#else
+#  define FP4FUSE_ARCH_HAS_SM90 0
+#endif
+
+// The supported device targets: sm_80 and later (the device code uses sm_80 warp reductions).
+// A plain `nvcc` without -gencode targets sm_75 in CUDA 13: say so instead of failing inside a
+// header.
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800)
+#  error "fp4fuse: device code needs sm_80 or newer (sm_80, sm_89, sm_90/sm_90a, sm_100a/f, sm_103a, sm_110a/f, sm_120a/f); this pass targets an older GPU, nvcc's default without -gencode. Pass e.g. -gencode arch=compute_90a,code=sm_90a (H100/H200)."
+#endif
+
 /// 1 in an sm_90a device pass (wgmma, setmaxnreg); 0 elsewhere.
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_SPECIFIC__) && (__CUDA_ARCH_SPECIFIC__ == 900)
 #  define FP4FUSE_ARCH_IS_SM90A 1
@@ -97,7 +112,30 @@
 #  define FP4FUSE_ARCH_IS_SM90A 0
 #endif
 
+#include <cstdio>
+
+#if defined(__CUDA_ARCH__) && defined(__NVCC__) && !defined(__clang__)
+/// NVVM's compile-time query of the device pass's float options (folded to a constant).
+extern "C" __device__ int __nvvm_reflect(const char*);
+#endif
+
 namespace fp4fuse {
+
+namespace detail {
+/// The exact paths need IEEE float arithmetic: subnormals kept and division rounded to nearest.
+/// `--use_fast_math` (or `-ftz=true`, `-prec-div=false`) changes both, and nvcc defines no macro
+/// for it, so a device pass compiled that way prints this sentence and traps when a kernel reaches
+/// fp4fuse code; every other build folds the test away (no instruction).
+FP4FUSE_HOST_DEVICE void require_ieee_float_math() {
+#if defined(__CUDA_ARCH__) && defined(__NVCC__) && !defined(__clang__)
+  if (__nvvm_reflect("__CUDA_FTZ") != 0 || __nvvm_reflect("__CUDA_PREC_DIV") == 0) {
+    printf("fp4fuse: this device code was compiled with --use_fast_math, -ftz=true or -prec-div=false (subnormals flushed, "
+           "division approximated), so its conversions are not exact; compile fp4fuse code without them\n");
+    __trap();
+  }
+#endif
+}
+}  // namespace detail
 
 /// Which conversion path a device pass or the host uses; reported by `active_e2m1_path()` so
 /// that tests and benchmarks can say what they measured.

@@ -24,6 +24,9 @@
 
 namespace fp4fuse {
 
+/// E2M1's largest value.
+inline constexpr float e2m1_max = 6.0f;
+
 /// Portable E2M1 encoder, usable in constant expressions and on every target.
 ///
 /// How: the E2M1 code of v = |x| is the integer nearest to the concave piecewise-linear map

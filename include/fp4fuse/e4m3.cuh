@@ -16,6 +16,9 @@
 
 namespace fp4fuse {
 
+/// E4M3's largest finite value.
+inline constexpr float e4m3_max = 448.0f;
+
 /// Portable E4M3 satfinite encoder, usable in constant expressions and on every target.
 /// \code
 /// static_assert(fp4fuse::e4m3_encode_software(500.0f) == 0x7E);

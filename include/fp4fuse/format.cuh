@@ -94,12 +94,28 @@ using quantized_block = detail::packed_block<Format::words_per_block>;
 
 /// Quantizes and dequantizes blocks of `Format`; specialised in nvfp4.cuh and mxfp4.cuh. Every
 /// specialisation has the same members: `block_amax`, `combine_amax`, `scale_for`, `encode`,
-/// `quantize`, `dequantize`, `decode_scale`, `scale_value`.
+/// `quantize`, `dequantize`, `global_decode_scale`, `scale_value`. NVFP4's is built from the global
+/// encode scale S, MXFP4's from nothing; `make_block_codec` builds either.
 template <class Format>
 class block_codec {
   static_assert(detail::is_format<Format>,
                 "fp4fuse::block_codec<Format>: Format must be format::nvfp4<Recipe> or format::mxfp4<Recipe> "
                 "(defined in fp4fuse/nvfp4.cuh and fp4fuse/mxfp4.cuh)");
 };
+
+/// The codec of `Format`, for code written for both formats: `block_codec<Format>(S)` for NVFP4,
+/// `block_codec<Format>()` for MXFP4, which has no global scale (S is not used; pass 1).
+/// \code
+/// const auto codec = fp4fuse::make_block_codec<fp4fuse::format::mxfp4<>>(1.0f);  // == block_codec<format::mxfp4<>>()
+/// \endcode
+template <class Format>
+FP4FUSE_HOST_DEVICE block_codec<Format> make_block_codec(float global_encode_scale) {
+  if constexpr (Format::has_global_scale) {
+    return block_codec<Format>(global_encode_scale);
+  } else {
+    (void)global_encode_scale;
+    return block_codec<Format>();
+  }
+}
 
 }  // namespace fp4fuse

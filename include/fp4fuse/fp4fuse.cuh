@@ -17,6 +17,7 @@
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/gate_up_layout.cuh"
 #include "fp4fuse/intermediate.cuh"
+#include "fp4fuse/nan_policy.cuh"
 #include "fp4fuse/status.hpp"
 #include "fp4fuse/kernels/quantize.cuh"
 #include "fp4fuse/kernels/swiglu_quantize.cuh"

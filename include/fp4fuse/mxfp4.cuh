@@ -74,10 +74,9 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
   /// Elements per block: 32.
   static constexpr int block_size = format_type::block_size;
 
-  /// MXFP4 has no tensor scale; the codec needs no constants.
-  FP4FUSE_HOST_DEVICE block_codec() {}
-  /// The same, for code written for both formats: the argument is ignored.
-  FP4FUSE_HOST_DEVICE explicit block_codec(float) {}
+  /// MXFP4 has no tensor scale; the codec needs no constants (code written for both formats:
+  /// `make_block_codec`).
+  FP4FUSE_HOST_DEVICE block_codec() { detail::require_ieee_float_math(); }
 
   /// Largest magnitude of a block with NaN winning over everything and Inf over finite values (an
   /// integer maximum over the magnitude bits).
@@ -112,8 +111,8 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
     }
   }
 
-  /// Always 1: MXFP4 has no tensor scale.
-  FP4FUSE_HOST_DEVICE float decode_scale() const { return 1.0f; }
+  /// Always 1: MXFP4 has no global scale.
+  FP4FUSE_HOST_DEVICE float global_decode_scale() const { return 1.0f; }
   /// Decoded block scale: 2^(code - 127), NaN for 0xFF (`ue8m0_decode`).
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return ue8m0_decode(code); }
 };

@@ -27,20 +27,6 @@
 namespace fp4fuse {
 
 namespace detail {
-/// vLLM's reciprocal: `rcp.approx.ftz.f32` on the device. The host uses IEEE 1/x with the same
-/// flush-to-zero of subnormal inputs and results, so the two differ by at most the instruction's
-/// approximation error (measured: tests/nvfp4.cu).
-FP4FUSE_HOST_DEVICE float reciprocal_approx_ftz(float x) {
-#if FP4FUSE_DEVICE_PASS
-  return rcp_approx_ftz_ptx(x);
-#else
-  const auto flush = [](float v) {
-    return (float_bits(v) & 0x7F800000u) == 0 ? bits_float(float_bits(v) & 0x80000000u) : v;
-  };
-  return flush(1.0f / flush(x));
-#endif
-}
-
 /// The per-tensor constants and the block-scale formula of an NVFP4 recipe (recipe.cuh).
 template <class Recipe>
 struct nvfp4_recipe;
@@ -65,11 +51,11 @@ struct nvfp4_recipe<recipe::vllm> {
   float encode_scale;      // S
   float decode_scale_rcp;  // rcp(S)
   FP4FUSE_HOST_DEVICE explicit nvfp4_recipe(float S)
-      : decode_scale(1.0f / S), encode_scale(S), decode_scale_rcp(reciprocal_approx_ftz(S)) {}
+      : decode_scale(1.0f / S), encode_scale(S), decode_scale_rcp(rcp_approx_ftz(S)) {}
   FP4FUSE_HOST_DEVICE block_scale scale_for(float amax) const {
-    const cuda::std::uint8_t code = e4m3_encode(encode_scale * (amax * reciprocal_approx_ftz(6.0f)));
+    const cuda::std::uint8_t code = e4m3_encode(encode_scale * (amax * rcp_approx_ftz(6.0f)));
     const float sf = e4m3_decode(code);
-    const float multiplier = sf != 0.0f ? reciprocal_approx_ftz(sf * decode_scale_rcp) : 0.0f;
+    const float multiplier = sf != 0.0f ? rcp_approx_ftz(sf * decode_scale_rcp) : 0.0f;
     return {code, multiplier};
   }
 };
@@ -98,7 +84,7 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
   /// \code
   /// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(fp4fuse::nvfp4_global_encode_scale(amax));
   /// \endcode
-  FP4FUSE_HOST_DEVICE explicit block_codec(float global_encode_scale) : recipe_(global_encode_scale) {}
+  FP4FUSE_HOST_DEVICE explicit block_codec(float global_encode_scale) : recipe_(global_encode_scale) { detail::require_ieee_float_math(); }
 
   /// Largest magnitude of a block, ignoring NaN elements (as TE and vLLM do); +0 for an all-zero
   /// or all-NaN block.
@@ -128,7 +114,7 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
   }
 
   /// 1/S (IEEE division): the factor applied after (E2M1 value * decoded scale), the next GEMM's alpha.
-  FP4FUSE_HOST_DEVICE float decode_scale() const { return recipe_.decode_scale; }
+  FP4FUSE_HOST_DEVICE float global_decode_scale() const { return recipe_.decode_scale; }
   /// The decoded E4M3 block scale of a scale byte (NaN for 0x7F/0xFF).
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return e4m3_decode(code); }
 

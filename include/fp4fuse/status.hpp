@@ -2,7 +2,10 @@
 /// \file status.hpp
 /// What a host launcher returns. Launchers validate every argument before any CUDA call or write;
 /// a non-ok result means nothing was launched and nothing was written, and `message()` names the
-/// argument and the requirement that failed.
+/// argument and the requirement that failed. After validation, a launcher with nothing to write
+/// (an empty output, M = 0) returns ok without any CUDA call; one with something to write needs a
+/// device and returns `status::no_device` without one (`amax` always writes its result, 0 and
+/// S = 1 for an empty input).
 #include <cuda_runtime_api.h>
 
 #include <cstdarg>
@@ -46,7 +49,7 @@ inline const char* status_message(status s) {
 /// error, and a sentence naming the entry point, the argument and the requirement that failed.
 /// \code
 /// const fp4fuse::matrix_view<const __nv_bfloat16> x{d_x, M, K, K};
-/// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax); !r) std::fprintf(stderr, "%s\n", r.message());
+/// if (const fp4fuse::result r = fp4fuse::amax(x, d_amax, fp4fuse::global_scale::none{}); !r) std::fprintf(stderr, "%s\n", r.message());
 /// \endcode
 struct [[nodiscard]] result {
   /// What happened.

@@ -73,7 +73,7 @@ __global__ void numerics_kernel(const float* in, float S, std::uint32_t* out) {
   o[n++] = te.packed[0] ^ vl.packed[1] ^ ve.packed[0] ^ te.scale ^ (vl.scale << 8);
   float d16[16];
   tq.dequantize(te, d16);
-  o[n++] = __float_as_uint(d16[threadIdx.x % 16] * tq.decode_scale() * te_codec::scale_value(te.scale));
+  o[n++] = __float_as_uint(d16[threadIdx.x % 16] * tq.global_decode_scale() * te_codec::scale_value(te.scale));
   const auto mo = ocp_codec{}.quantize(v32);
   const auto mr = up_codec{}.quantize(v32);
   o[n++] = mo.packed[0] ^ mr.packed[3] ^ mo.scale ^ (mr.scale << 8) ^ __float_as_uint(ocp_codec::combine_amax(x[1], x[2]));
@@ -128,7 +128,7 @@ __global__ void mma_epilogue_any_format_kernel(const float* in, fp4fuse::quantiz
   float acc[Tiles][4];
   for (int t = 0; t < Tiles; ++t)
     for (int r = 0; r < 4; ++r) acc[t][r] = in[(threadIdx.x * Tiles + t) * 4 + r];
-  const fp4fuse::block_codec<Format> codec(448.0f);
+  const auto codec = fp4fuse::make_block_codec<Format>(448.0f);
   fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{codec, fp4fuse::sink::direct{out}}, acc, {16 * blockIdx.x, 0});
   const fp4fuse::fused_epilogue staged{codec, fp4fuse::sink::staged{out, staging}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
                                        fp4fuse::column_bias{in, 8 * Tiles}, fp4fuse::output_amax::global{amax}};
@@ -152,7 +152,7 @@ __global__ void row_epilogue_kernel(const float* in, fp4fuse::quantized_matrix<F
   __shared__ alignas(16) std::uint8_t staging[128][N / 4];
   float acc[N];
   for (int r = 0; r < N; ++r) acc[r] = in[threadIdx.x * N + r];
-  const fp4fuse::block_codec<Format> codec(448.0f);
+  const auto codec = fp4fuse::make_block_codec<Format>(448.0f);
   const fp4fuse::tile_origin origin{blockIdx.x * 128 + fp4fuse::tcgen05_32x32b_fragment<N>::thread_row(), 0};
   if constexpr (std::is_same_v<Source, fp4fuse::gate_up::separate>) {
     const float(&gate)[N / 2] = *reinterpret_cast<const float(*)[N / 2]>(&acc[0]);
@@ -195,26 +195,27 @@ void use(F f) {
   sink = reinterpret_cast<const void*>(f);
 }
 
-// quantize and swiglu_quantize are overloaded on the global scale (S in device memory, or
-// global_scale::per_row): each address names its overload.
+// One launcher per operation, its global-scale kind a template parameter: taking the address of a
+// specialisation instantiates it and the kernels its kind launches.
+template <class Format>
+using tensor_scale = cuda::std::conditional_t<Format::has_global_scale, global_scale::per_tensor, global_scale::none>;
+
 template <class Scale, class T, class Format, class Layout>
 void use_quantize() {
-  using fn = result (*)(const matrix_view<T>&, const quantized_matrix<Format, Layout>&, Scale, cudaStream_t);
-  use(static_cast<fn>(&quantize<T, Format, Layout>));
+  use(&quantize<T, Format, Layout, Scale>);
 }
-template <class GateUp, class Intermediate, class T, class Activation, class Format, class Layout, class Scale = const float*>
+template <class GateUp, class Intermediate, class T, class Activation, class Format, class Layout, class Scale = tensor_scale<Format>>
 void use_swiglu_quantize() {
-  using fn = result (*)(const matrix_view<T>&, const Activation&, const quantized_matrix<Format, Layout>&, Scale, cudaStream_t);
-  use(static_cast<fn>(&swiglu_quantize<GateUp, Intermediate, T, Activation, Format, Layout>));
+  use(&swiglu_quantize<GateUp, Intermediate, T, Format, Layout, Scale, Activation>);
 }
 
 template <class Format, class Layout, class... T>
 void quantize_for(list<T...>) {
-  (use_quantize<const float*, const T, Format, Layout>(), ...);
+  (use_quantize<tensor_scale<Format>, const T, Format, Layout>(), ...);
   if constexpr (Format::has_global_scale) {
     (use_quantize<global_scale::per_row, const T, Format, Layout>(), ...);
   }
-  (use(&dequantize<Format, Layout, T>), ...);
+  (use(&dequantize<Format, Layout, T, tensor_scale<Format>>), ...);
 }
 
 template <class... Format>
@@ -247,18 +248,18 @@ void instantiate() {
   use_swiglu_quantize<gate_up::interleaved<8>, intermediate::fp32, const bf16, activation::swiglu_fast, nvfp4_te, swizzled>();
   use_swiglu_quantize<gate_up::interleaved<1>, intermediate::fp32, const bf16, activation::swiglu_clamped_fast, mxfp4_ocp, swizzled>();
 
-  // swiglu (compact output): each output type, gate/up layout and activation.
-  use(&swiglu<gate_up::split_gate_first, const bf16, activation::swiglu, bf16>);
-  use(&swiglu<gate_up::split_up_first, const f16, activation::swiglu_clamped, f16>);
-  use(&swiglu<gate_up::interleaved<8>, const float, activation::geglu_tanh, float>);
-  use(&swiglu<gate_up::interleaved<1>, const float, activation::swiglu, bf16>);
+  // gated_activation (compact output): each output type, gate/up layout and activation.
+  use(&gated_activation<gate_up::split_gate_first, const bf16, bf16, global_scale::none, activation::swiglu>);
+  use(&gated_activation<gate_up::split_up_first, const f16, f16, global_scale::none, activation::swiglu_clamped>);
+  use(&gated_activation<gate_up::interleaved<8>, const float, float, global_scale::none, activation::geglu_tanh>);
+  use(&gated_activation<gate_up::interleaved<1>, const float, bf16, global_scale::none, activation::swiglu>);
 
   // amax: both NaN policies, every element type.
-  use(&amax<nan_policy::ignore, const bf16>);
-  use(&amax<nan_policy::ignore, const f16>);
-  use(&amax<nan_policy::ignore, const float>);
-  use(&amax<nan_policy::propagate, const bf16>);
-  use(&amax<nan_policy::propagate, const float>);
+  use(&amax<const bf16, global_scale::per_tensor, nan_policy::ignore>);
+  use(&amax<const f16, global_scale::per_tensor, nan_policy::ignore>);
+  use(&amax<const float, global_scale::per_tensor, nan_policy::ignore>);
+  use(&amax<const bf16, global_scale::per_tensor, nan_policy::propagate>);
+  use(&amax<const float, global_scale::per_tensor, nan_policy::propagate>);
 
   // The epilogues: a lone block (4 tiles), a group of four blocks (16), a group plus a lone
   // block (20); both intermediates, activations, recipes and layouts; wgmma N = 256 and 64.

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(128) tcgen05_row_epilogue(const float* gate_up
   cuda::ptx::tcgen05_wait_ld();
   float acc[N];
   for (int r = 0; r < N; ++r) acc[r] = cuda::std::bit_cast<float>(bits[r]);
-  const fp4fuse::block_codec<Format> codec(d_S != nullptr ? *d_S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<Format>(d_S != nullptr ? *d_S : 1.0f);
   const fp4fuse::fused_epilogue op{codec, fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu{}, fp4fuse::gate_up::interleaved<8>{},
                                    fp4fuse::no_bias{}, fp4fuse::output_amax::global{amax}};
   fp4fuse::row_epilogue(op, acc, {row0 + t, col0});

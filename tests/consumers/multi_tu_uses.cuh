@@ -31,8 +31,8 @@ __global__ void FP4FUSE_MULTI_TU_NAME(multi_tu_encode_kernel_)(const float* x, s
 // host path of the same functions. Returns the number of failed checks.
 int FP4FUSE_MULTI_TU_NAME(multi_tu_check_)() {
   int failures = 0;
-  const auto amax_f = &fp4fuse::amax<fp4fuse::nan_policy::ignore, const float>;
-  const auto amax_bf16 = &fp4fuse::amax<fp4fuse::nan_policy::propagate, const __nv_bfloat16>;
+  const auto amax_f = &fp4fuse::amax<const float, fp4fuse::global_scale::per_tensor, fp4fuse::nan_policy::ignore>;
+  const auto amax_bf16 = &fp4fuse::amax<const __nv_bfloat16, fp4fuse::global_scale::none, fp4fuse::nan_policy::propagate>;
   const auto kernel = &FP4FUSE_MULTI_TU_NAME(multi_tu_encode_kernel_);
   failures += amax_f == nullptr || amax_bf16 == nullptr || kernel == nullptr;
 

@@ -108,8 +108,13 @@ void check_shape(int M, int N, int K, bool with_bias, const char* name) {
   }
   const fp4fuse::quantized_matrix<Format, L> ref_out{ref_packed.p, ld_packed, ref_scales.p, layout};
   const fp4fuse::matrix_view<const float> gate_up{d_D.p, M, N, N};
-  const fp4fuse::result r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gate_up, fp4fuse::activation::swiglu{}, ref_out,
-                                                                                        nvfp4 ? d_S.p : nullptr);
+  fp4fuse::result r;
+  if constexpr (fp4fuse::detail::is_nvfp4<Format>) {
+    r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gate_up, ref_out, fp4fuse::global_scale::per_tensor{d_S.p},
+                                                                   fp4fuse::activation::swiglu{});
+  } else {
+    r = fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gate_up, ref_out, fp4fuse::global_scale::none{}, fp4fuse::activation::swiglu{});
+  }
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_LAUNCHED();

@@ -22,7 +22,7 @@ void reference(const std::vector<float>& gu, std::int64_t rows, std::int64_t I, 
   const layout_t layout{rows, I / bs};
   packed.assign(static_cast<std::size_t>(rows * ld_packed), poison);
   scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0);
-  const fp4fuse::block_codec<Format> codec(S);
+  const auto codec = fp4fuse::make_block_codec<Format>(S);
   amax = 0.0f;
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t k = 0; k < I / bs; ++k) {
@@ -79,7 +79,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
   const layout_t layout{rows, I / bs};
   std::vector<std::uint8_t> got_p(want_p.size(), poison), got_s(want_s.size(), poison);
   const fp4fuse::quantized_matrix<Format, layout_t> out{got_p.data(), ld_packed, got_s.data(), layout};
-  const fp4fuse::block_codec<Format> codec(S);
+  const auto codec = fp4fuse::make_block_codec<Format>(S);
   const std::int64_t gu_cols = layout.padded_cols() * bs * 2;  // gate/up columns of the padded extent
   float got_amax = 0.0f;
   // The description: the output and its sink, the bias if any, the amax into a host float.

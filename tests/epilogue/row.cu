@@ -53,7 +53,7 @@ __global__ void row_kernel(const float* gu, const float* bias, Activation act, c
   const std::int64_t row0 = (slice / slices_per_row) * 128, col0 = (slice % slices_per_row) * N;  // gate/up column
   const int t = frag::thread_row();
   const std::int64_t row = row0 + frag::row(t, 0);
-  const fp4fuse::block_codec<Format> codec(S != nullptr ? *S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<Format>(S != nullptr ? *S : 1.0f);
   const fp4fuse::tile_origin origin{row, col0};
   // The description for this case: the sink kind, the bias (bias == nullptr: none), the amax.
   const auto run = [&](const auto& bias_value, const auto& input) {
@@ -144,8 +144,8 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
   d_biased.upload(biased.data(), biased.size() * 4);
   d_bias.upload(bias.data(), bias.size() * 4);
   // The device's own activations (of the biased values): the oracle of S, the amax and the hand-back.
-  REQUIRE(static_cast<bool>(fp4fuse::swiglu<oracle>(fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I}, act,
-                                                    fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I})));
+  REQUIRE(static_cast<bool>(fp4fuse::gated_activation<oracle>(fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I}, fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I},
+                                                    fp4fuse::global_scale::none{}, act)));
   FP4FUSE_TEST_LAUNCHED();
   std::vector<float> h(static_cast<std::size_t>(rows * I));
   {
@@ -165,8 +165,8 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
   const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;
   using output_t = fp4fuse::quantized_matrix<Format, layout_t>;
   REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<oracle, Intermediate>(
-      fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I}, act,
-      output_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, S_arg)));
+      fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I}, output_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout},
+      tensor_scale<Format>(S_arg), act)));
   FP4FUSE_TEST_LAUNCHED();
   const std::int64_t slices_per_row = (layout.padded_cols() * bs * 2 + N - 1) / N;
   const std::int64_t slices = layout.padded_rows() / 128 * slices_per_row;
@@ -188,7 +188,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, bool with_b
     std::vector<fp4fuse::quantized_block<Format>> handed(handed_count);
     const auto raw = d_handed.download();
     std::memcpy(handed.data(), raw.data(), raw.size());
-    const fp4fuse::block_codec<Format> codec(S);
+    const auto codec = fp4fuse::make_block_codec<Format>(S);
     std::size_t bad = 0, blocks = 0;
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t k = 0; k < I / bs; ++k) {

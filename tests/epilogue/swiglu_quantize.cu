@@ -105,7 +105,7 @@ __global__ void mma_epilogue_kernel(const float* gate_up, Activation act, const 
       acc[n][r] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + frag::row(lane, r), gu0 + 8 * n + frag::col(lane, r), beyond);
     }
   }
-  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<F>(S != nullptr ? *S : 1.0f);
   with_op<Sink, Intermediate>(
       [&](const auto& op) {
         if constexpr (Sink == sink_kind::hand_back) {
@@ -161,7 +161,7 @@ __global__ void wgmma_epilogue_kernel(const float* gate_up, Activation act, cons
       acc[i] = load_or_zero(gate_up, out.rows(), out.cols(), row0 + wfrag::row(thread, i), gu0 + wfrag::col(thread, i), beyond);
     }
   }
-  const fp4fuse::block_codec<F> codec(S != nullptr ? *S : 1.0f);
+  const auto codec = fp4fuse::make_block_codec<F>(S != nullptr ? *S : 1.0f);
   with_op<Sink, Intermediate>(
       [&](const auto& op) {
         if constexpr (Sink == sink_kind::hand_back) {
@@ -229,8 +229,8 @@ void check_against_swiglu_quantize(std::int64_t rows, std::int64_t I, const Acti
   d_S.upload(&S, 4);
   const float* S_arg = fp4fuse::detail::is_nvfp4<Format> ? d_S.as<float>() : nullptr;  // MXFP4 has none
   REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<il8, Intermediate>(
-      fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I}, act,
-      out_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, S_arg)));
+      fp4fuse::matrix_view<const float>{d_biased.as<float>(), rows, 2 * I, 2 * I},
+      out_t{want_p.as<std::uint8_t>(), ld_packed, want_s.as<std::uint8_t>(), layout}, tensor_scale<Format>(S_arg), act)));
   FP4FUSE_TEST_LAUNCHED();
   launch(d_gu.as<float>(), S_arg, out_t{got_p.as<std::uint8_t>(), ld_packed, got_s.as<std::uint8_t>(), layout},
          with_bias ? d_bias.as<float>() : nullptr);
@@ -358,8 +358,8 @@ void check_amax(std::int64_t rows, std::int64_t I, const Activation& act, const 
   device_buffer d_gu(gu.size() * 4), d_h(static_cast<std::size_t>(rows * I) * 4), d_S(4), d_p(static_cast<std::size_t>(rows * ld_packed)),
       d_s(static_cast<std::size_t>(layout.size_bytes())), d_amax(4);
   d_gu.upload(gu.data(), gu.size() * 4);
-  REQUIRE(static_cast<bool>(fp4fuse::swiglu<il8>(fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, act,
-                                                 fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I})));
+  REQUIRE(static_cast<bool>(fp4fuse::gated_activation<il8>(fp4fuse::matrix_view<const float>{d_gu.as<float>(), rows, 2 * I, 2 * I}, fp4fuse::matrix_view<float>{d_h.as<float>(), rows, I, I},
+                                                 fp4fuse::global_scale::none{}, act)));
   FP4FUSE_TEST_LAUNCHED();
   std::vector<float> h(static_cast<std::size_t>(rows * I));
   {

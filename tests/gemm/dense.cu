@@ -177,7 +177,7 @@ struct gpu_problem {
   void calibrate(fp4fuse::gemm::engine e) {
     REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), T, 2 * I, H,
                                             fp4fuse::gemm::swiglu_bf16<act_t>{{h.as<__nv_bfloat16>(), T, I, I}, act_t{}}, e, nullptr, plan)));
-    REQUIRE(static_cast<bool>(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h.as<__nv_bfloat16>(), T, I, I}, amax.as<float>(), S.as<float>())));
+    REQUIRE(static_cast<bool>(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h.as<__nv_bfloat16>(), T, I, I}, amax.as<float>(), fp4fuse::global_scale::per_tensor{S.as<float>()})));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     FP4FUSE_TEST_CUDA(cudaMemcpy(&S_host, S.as<float>(), 4, cudaMemcpyDeviceToHost));
     REQUIRE(std::isfinite(S_host));

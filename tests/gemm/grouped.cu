@@ -86,7 +86,7 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
                          nullptr};
   const gmoe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
                                               {64, 5, 8, offsets}};
-  const gmoe::global_scales S{static_cast<const float*>(fake(0x500000)), false};
+  const gmoe::global_scales S = fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))};
   const auto refused = [&](const gmoe::inputs& in, const gmoe::grouped_output<offset_bound>& o, const gmoe::global_scales& s, fp4fuse::status want,
                            const char* names) {
     const fp4fuse::result r = gmoe::run_fused(in, o, s, fp4fuse::activation::swiglu{});
@@ -119,7 +119,8 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   o = out;
   o.layout.experts = 0;
   refused(good, o, S, fp4fuse::status::bad_shape, "out.layout.experts = 0 must be in [1, 1024]");
-  refused(good, out, gmoe::global_scales{nullptr, false}, fp4fuse::status::null_pointer, "S.scales");
+  refused(good, out, fp4fuse::global_scale::per_tensor{nullptr}, fp4fuse::status::null_pointer, "S (NVFP4 global encode scales");
+  refused(good, out, fp4fuse::global_scale::per_group{nullptr}, fp4fuse::status::null_pointer, "S (NVFP4 global encode scales");
   o = out;
   o.ld_packed = 36;
   refused(good, o, S, fp4fuse::status::bad_leading_dimension, "out.ld_packed = 36");
@@ -182,7 +183,10 @@ struct grouped_problem {
   gmoe::grouped_output<Start> output() const {
     return {packed.as<std::uint8_t>(), I / 2, scales.as<std::uint8_t>(), {capacity, I / 16, E, d_offsets.as<std::int32_t>()}};
   }
-  gmoe::global_scales global() const { return {S.as<float>(), per_expert_S}; }
+  gmoe::global_scales global() const {
+    return per_expert_S ? gmoe::global_scales(fp4fuse::global_scale::per_group{S.as<float>()})
+                        : gmoe::global_scales(fp4fuse::global_scale::per_tensor{S.as<float>()});
+  }
   /// Sets other counts (same experts, total at most the capacity) in the device offsets.
   void reroute(const std::vector<std::int32_t>& new_counts) {
     counts = new_counts;
@@ -292,6 +296,29 @@ const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64,
                                   {128, 128, 2, true, true}};
 
 }  // namespace
+
+TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_device, as the library launchers do", "[examples][moe]") {
+  int devices = 0;
+  const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  (void)cudaGetLastError();
+  if (gpu) {
+    SUCCEED("a GPU is present: the [gpu] cases cover valid calls");
+    return;
+  }
+  using offset_bound = fp4fuse::scale_layout::expert_start::offset_bound;
+  const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
+  const moe::inputs in{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
+                       nullptr};
+  const moe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
+                                              {64, 5, 8, static_cast<const std::int32_t*>(fake(0x800000))}};
+  for (const moe::global_scales S : {moe::global_scales(fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))}),
+                                     moe::global_scales(fp4fuse::global_scale::per_group{static_cast<const float*>(fake(0x500000))})}) {
+    const fp4fuse::result r = moe::run_fused(in, out, S, fp4fuse::activation::swiglu{});
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::no_device);
+    CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
+  }
+}
 
 TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][examples][moe]") {
   if (!grouped_runs_here()) {

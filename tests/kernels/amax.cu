@@ -29,7 +29,8 @@ void check_amax(std::int64_t rows, std::int64_t cols, std::int64_t ld, bool inje
   device_buffer d_in(in.size() * sizeof(T)), d_amax(4), d_S(4);
   d_in.upload(in.data(), in.size() * sizeof(T));
   const fp4fuse::result r =
-      fp4fuse::amax<NanPolicy>(fp4fuse::matrix_view<const T>{d_in.as<T>(), rows, cols, ld}, d_amax.as<float>(), d_S.as<float>());
+      fp4fuse::amax(fp4fuse::matrix_view<const T>{d_in.as<T>(), rows, cols, ld}, d_amax.as<float>(),
+                    fp4fuse::global_scale::per_tensor{d_S.as<float>()}, NanPolicy{});
   INFO(salt << " rows=" << rows << " cols=" << cols << ": " << r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_LAUNCHED();

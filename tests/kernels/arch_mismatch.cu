@@ -19,7 +19,7 @@ TEST_CASE("launchers [gpu]: a GPU missing from the build's -gencode list is refu
   using L = fp4fuse::scale_layout::swizzled_128x4;
   const fp4fuse::result r = fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64},
                                               fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L>{out.as<std::uint8_t>(), 32, sc.as<std::uint8_t>(), L{64, 4}},
-                                              S.as<float>());
+                                              fp4fuse::global_scale::per_tensor{S.as<float>()});
   CHECK(r.code == fp4fuse::status::unsupported_architecture);
   INFO(r.message());
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
@@ -27,7 +27,8 @@ TEST_CASE("launchers [gpu]: a GPU missing from the build's -gencode list is refu
   for (unsigned char c : sc.download()) REQUIRE(c == poison);
   float amax_value = 0;
   device_buffer amax_out(4);
-  CHECK(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64}, amax_out.as<float>()).code ==
+  CHECK(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{in.as<__nv_bfloat16>(), 64, 64, 64}, amax_out.as<float>(),
+                      fp4fuse::global_scale::none{}).code ==
         fp4fuse::status::unsupported_architecture);
   FP4FUSE_TEST_CUDA(cudaMemcpy(&amax_value, amax_out.as<float>(), 4, cudaMemcpyDeviceToHost));
   CHECK(bits_of(amax_value) == 0xA5A5A5A5u);

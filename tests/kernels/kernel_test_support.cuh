@@ -4,6 +4,7 @@
 #include <fp4fuse/fp4fuse.cuh>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -11,6 +12,17 @@
 #include "../test_support.hpp"
 
 namespace fp4fuse_test {
+
+/// The global-scale descriptor of a test written for both formats: NVFP4's S in device memory
+/// (`per_tensor`), or `none` for MXFP4.
+template <class Format>
+auto tensor_scale(const float* d_S) {
+  if constexpr (Format::has_global_scale) {
+    return fp4fuse::global_scale::per_tensor{d_S};
+  } else {
+    return fp4fuse::global_scale::none{};
+  }
+}
 
 constexpr unsigned char poison = 0xA5;
 constexpr std::size_t guard_bytes = 256;
@@ -50,6 +62,20 @@ class device_buffer {
   void* ptr_ = nullptr;
   std::size_t bytes_;
 };
+
+/// A per-row quantizer's three outputs against the host's: the packed bytes, the scale bytes and
+/// the row scales S_r (their float bits), each with its guard zone intact.
+inline void check_row_scaled_outputs(const device_buffer& packed, const std::vector<unsigned char>& want_packed, const device_buffer& scales,
+                                     const std::vector<unsigned char>& want_scales, const device_buffer& row_S, const std::vector<float>& want_S) {
+  std::vector<unsigned char> want_rs(want_S.size() * 4);
+  std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
+  CHECK(packed.download() == want_packed);
+  CHECK(scales.download() == want_scales);
+  CHECK(row_S.download() == want_rs);
+  CHECK(packed.guard_intact());
+  CHECK(scales.guard_intact());
+  CHECK(row_S.guard_intact());
+}
 
 enum class row_kind { random_wide, zero, specials, ties, outlier, count };
 

@@ -1,5 +1,5 @@
 // The standalone quantize and dequantize kernels against their host twins, every byte checked.
-// Argument validation of every launcher: tests/detail/kernel_support.cu.
+// Argument validation of every launcher: tests/detail/launch.cu.
 #include <fp4fuse/kernels/dequantize.cuh>
 #include <fp4fuse/kernels/quantize.cuh>
 
@@ -30,7 +30,7 @@ void host_quantize(const std::vector<T>& in, const shape& s, std::int64_t ld_in,
   const Layout layout{s.rows, s.cols / B};
   packed.assign(static_cast<std::size_t>(s.rows * ld_out), poison);
   scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0x00);
-  const fp4fuse::block_codec<Format> codec(S);
+  const auto codec = fp4fuse::make_block_codec<Format>(S);
   for (std::int64_t r = 0; r < s.rows; ++r) {
     for (std::int64_t b = 0; b < s.cols / B; ++b) {
       float x[B];
@@ -65,7 +65,7 @@ void check_quantize_kernel(const char* salt) {
     d_S.upload(&S, sizeof S);
     const fp4fuse::matrix_view<const T> in_view{d_in.as<T>(), s.rows, s.cols, ld_in};
     const fp4fuse::quantized_matrix<Format, Layout> out_view{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout};
-    const fp4fuse::result r = fp4fuse::quantize(in_view, out_view, Format::has_global_scale ? d_S.as<float>() : nullptr);
+    const fp4fuse::result r = fp4fuse::quantize(in_view, out_view, tensor_scale<Format>(d_S.as<float>()));
     INFO(salt << " " << type_name<T>() << " M=" << s.rows << " K=" << s.cols << " ld=" << ld_in << ": " << r.message());
     REQUIRE(static_cast<bool>(r));
     FP4FUSE_TEST_LAUNCHED();
@@ -81,8 +81,8 @@ void check_quantize_kernel(const char* salt) {
     device_buffer d_deq(static_cast<std::size_t>(s.rows * ld_in) * sizeof(T));
     const fp4fuse::quantized_matrix<Format, Layout, const std::uint8_t> deq_in{d_out.as<std::uint8_t>(), ld_out,
                                                                              d_scales.as<std::uint8_t>(), layout};
-    REQUIRE(static_cast<bool>(fp4fuse::dequantize(deq_in, Format::has_global_scale ? d_S.as<float>() : nullptr,
-                                                  fp4fuse::matrix_view<T>{d_deq.as<T>(), s.rows, s.cols, ld_in})));
+    REQUIRE(static_cast<bool>(fp4fuse::dequantize(deq_in, fp4fuse::matrix_view<T>{d_deq.as<T>(), s.rows, s.cols, ld_in},
+                                                  tensor_scale<Format>(d_S.as<float>()))));
     FP4FUSE_TEST_LAUNCHED();
     std::vector<unsigned char> want_deq(d_deq.bytes(), poison);
     for (std::int64_t row = 0; row < s.rows; ++row) {
@@ -93,7 +93,7 @@ void check_quantize_kernel(const char* salt) {
         fp4fuse::quantized_block<Format> qb{};
         std::memcpy(qb.packed, p, sizeof qb.packed);
         qb.scale = sc;
-        fp4fuse::block_codec<Format>(S).dequantize(qb, y);
+        fp4fuse::make_block_codec<Format>(S).dequantize(qb, y);
         for (int i = 0; i < B; ++i) {
           const T v = fp4fuse::detail::from_float<T>(y[i]);
           std::memcpy(&want_deq[static_cast<std::size_t>((row * ld_in + b * B + i)) * sizeof(T)], &v, sizeof(T));
@@ -140,7 +140,7 @@ struct path_counts {
 template <class Format, class T>
 void count_paths(const std::vector<T>& in, std::int64_t rows, std::int64_t cols, std::int64_t ld, float S, path_counts& n) {
   constexpr int B = Format::block_size;
-  const fp4fuse::block_codec<Format> codec(S);
+  const auto codec = fp4fuse::make_block_codec<Format>(S);
   for (std::int64_t r = 0; r < rows; ++r) {
     int group_below = 0, group_above = 0;
     for (std::int64_t b = 0; b < cols / B; ++b) {
@@ -207,7 +207,7 @@ void check_quantize_adversarial(const char* salt) {
       FP4FUSE_TEST_CUDA(cudaMemset(d_scales.as<void>(), poison, d_scales.bytes()));
       const fp4fuse::result r = fp4fuse::quantize(fp4fuse::matrix_view<const T>{d_in.as<T>(), s.rows, s.cols, ld_in},
                                                   fp4fuse::quantized_matrix<Format, Layout>{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout},
-                                                  Format::has_global_scale ? d_S.as<float>() : nullptr);
+                                                  tensor_scale<Format>(d_S.as<float>()));
       INFO(salt << " " << type_name<T>() << " M=" << s.rows << " K=" << s.cols << " S=" << S << ": " << r.message());
       REQUIRE(static_cast<bool>(r));
       FP4FUSE_TEST_LAUNCHED();
@@ -291,7 +291,7 @@ __global__ void reference_quantize_kernel(const __nv_bfloat16* in, std::int64_t 
   const std::int64_t r = i / blocks, b = i % blocks;
   float x[16];
   for (int j = 0; j < 16; ++j) x[j] = __bfloat162float(in[r * ld + b * 16 + j]);
-  const fp4fuse::quantized_block<Format> q = fp4fuse::block_codec<Format>(S[S_per_row ? r : 0]).quantize(x);
+  const fp4fuse::quantized_block<Format> q = fp4fuse::make_block_codec<Format>(S[S_per_row ? r : 0]).quantize(x);
   scales[layout.offset(r, b)] = q.scale;
   reinterpret_cast<uint2*>(out + r * (blocks * 8))[b] = make_uint2(q.packed[0], q.packed[1]);
 }
@@ -316,7 +316,7 @@ TEST_CASE("quantize [gpu]: NVFP4 vllm recipe through the kernel equals the devic
       FP4FUSE_TEST_CUDA(cudaMemset(ref_sc.as<void>(), 0, static_cast<std::size_t>(layout.size_bytes())));
       REQUIRE(static_cast<bool>(fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{d_in.as<__nv_bfloat16>(), s.rows, s.cols, ld},
                                                    fp4fuse::quantized_matrix<F, L>{out.as<std::uint8_t>(), blocks * 8, sc.as<std::uint8_t>(), layout},
-                                                   d_S.as<float>())));
+                                                   fp4fuse::global_scale::per_tensor{d_S.as<float>()})));
       reference_quantize_kernel<F, L><<<static_cast<unsigned>((s.rows * blocks + 127) / 128), 128>>>(
           d_in.as<__nv_bfloat16>(), s.rows, blocks, ld, ref.as<std::uint8_t>(), ref_sc.as<std::uint8_t>(), d_S.as<float>(), layout);
       FP4FUSE_TEST_LAUNCHED();
@@ -358,7 +358,7 @@ void host_quantize_per_row(const std::vector<T>& in, std::int64_t rows, std::int
     }
     const float S = fp4fuse::nvfp4_global_encode_scale(amax);
     row_S[static_cast<std::size_t>(r)] = S;
-    const fp4fuse::block_codec<Format> codec(S);
+    const auto codec = fp4fuse::make_block_codec<Format>(S);
     for (std::int64_t b = 0; b < cols / B; ++b) {
       float x[B];
       for (int i = 0; i < B; ++i) x[i] = as_float(in[static_cast<std::size_t>(r * ld_in + b * B + i)]);
@@ -401,14 +401,7 @@ void check_quantize_per_row(const char* salt) {
     std::vector<unsigned char> want_packed, want_scales;
     std::vector<float> want_S;
     host_quantize_per_row<Format, Layout>(in, s.rows, s.cols, ld_in, ld_out, want_packed, want_scales, want_S);
-    std::vector<unsigned char> want_rs(static_cast<std::size_t>(s.rows) * 4);
-    std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
-    CHECK(d_out.download() == want_packed);
-    CHECK(d_scales.download() == want_scales);
-    CHECK(d_rs.download() == want_rs);
-    CHECK(d_out.guard_intact());
-    CHECK(d_scales.guard_intact());
-    CHECK(d_rs.guard_intact());
+    check_row_scaled_outputs(d_out, want_packed, d_scales, want_scales, d_rs, want_S);
   }
 }
 

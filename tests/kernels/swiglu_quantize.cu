@@ -57,14 +57,14 @@ void check_swiglu_quantize(const Activation& act, const char* salt) {
     const fp4fuse::matrix_view<const T> gu{d_in.as<T>(), s.rows, 2 * s.I, ld_in};
     const fp4fuse::quantized_matrix<Format, Layout> out{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout};
     const fp4fuse::result r =
-        fp4fuse::swiglu_quantize<GateUp, Intermediate>(gu, act, out, Format::has_global_scale ? d_S.as<float>() : nullptr);
+        fp4fuse::swiglu_quantize<GateUp, Intermediate>(gu, out, tensor_scale<Format>(d_S.as<float>()), act);
     INFO(salt << " " << type_name<T>() << " M=" << s.rows << " I=" << s.I << ": " << r.message());
     REQUIRE(static_cast<bool>(r));
     FP4FUSE_TEST_LAUNCHED();
 
     std::vector<unsigned char> want_packed(static_cast<std::size_t>(s.rows * ld_out), poison);
     std::vector<unsigned char> want_scales(static_cast<std::size_t>(layout.size_bytes()), 0);
-    const fp4fuse::block_codec<Format> codec(S);
+    const auto codec = fp4fuse::make_block_codec<Format>(S);
     for (std::int64_t row = 0; row < s.rows; ++row) {
       for (std::int64_t b = 0; b < s.I / B; ++b) {
         float x[B];
@@ -98,7 +98,7 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
     d_in.upload(in.data(), in.size() * sizeof(T));
     const fp4fuse::matrix_view<const T> gu{d_in.as<T>(), s.rows, 2 * s.I, ld_in};
     INFO(salt << " M=" << s.rows << " I=" << s.I);
-    REQUIRE(static_cast<bool>(fp4fuse::swiglu<GateUp>(gu, act, fp4fuse::matrix_view<__nv_bfloat16>{d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h})));
+    REQUIRE(static_cast<bool>(fp4fuse::gated_activation<GateUp>(gu, fp4fuse::matrix_view<__nv_bfloat16>{d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h}, fp4fuse::global_scale::none{}, act)));
     FP4FUSE_TEST_LAUNCHED();
     std::vector<unsigned char> want(d_h.bytes(), poison);
     for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -120,9 +120,9 @@ void check_compact_and_parity(const Activation& act, const char* salt) {
     d_S.upload(&S, 4);
     REQUIRE(static_cast<bool>(fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{d_h.as<__nv_bfloat16>(), s.rows, s.I, ld_h},
                                                  fp4fuse::quantized_matrix<F, L>{p1.as<std::uint8_t>(), s.I / 2, s1.as<std::uint8_t>(), layout},
-                                                 d_S.as<float>())));
+                                                 fp4fuse::global_scale::per_tensor{d_S.as<float>()})));
     REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp, intermediate::bf16>(
-        gu, act, fp4fuse::quantized_matrix<F, L>{p2.as<std::uint8_t>(), s.I / 2, s2.as<std::uint8_t>(), layout}, d_S.as<float>())));
+        gu, fp4fuse::quantized_matrix<F, L>{p2.as<std::uint8_t>(), s.I / 2, s2.as<std::uint8_t>(), layout}, fp4fuse::global_scale::per_tensor{d_S.as<float>()}, act)));
     FP4FUSE_TEST_LAUNCHED();
     CHECK(p1.download() == p2.download());
     CHECK(s1.download() == s2.download());
@@ -186,26 +186,32 @@ void check_fast_activation(const Fast& fast, const Exact& exact, const char* sal
     d_S.upload(&S, 4);
     const fp4fuse::matrix_view<const T> gu{d_in.as<T>(), cs.rows, 2 * cs.I, ld_in};
     INFO(salt << " M=" << cs.rows << " I=" << cs.I);
-    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(gu, fast, fp4fuse::quantized_matrix<F, L>{p_fast.as<std::uint8_t>(), cs.I / 2, s_fast.as<std::uint8_t>(), layout},
-                                                               d_S.as<float>())));
-    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(gu, exact, fp4fuse::quantized_matrix<F, L>{p_exact.as<std::uint8_t>(), cs.I / 2, s_exact.as<std::uint8_t>(), layout},
-                                                               d_S.as<float>())));
+    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(gu, fp4fuse::quantized_matrix<F, L>{p_fast.as<std::uint8_t>(), cs.I / 2, s_fast.as<std::uint8_t>(), layout}, fp4fuse::global_scale::per_tensor{d_S.as<float>()},
+                                                               fast)));
+    REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(gu, fp4fuse::quantized_matrix<F, L>{p_exact.as<std::uint8_t>(), cs.I / 2, s_exact.as<std::uint8_t>(), layout}, fp4fuse::global_scale::per_tensor{d_S.as<float>()},
+                                                               exact)));
     device_activation_kernel<GateUp><<<static_cast<unsigned>((cs.rows * cs.I + 255) / 256), 256>>>(d_in.as<T>(), cs.rows, cs.I, ld_in, fast, d_h.as<float>());
     FP4FUSE_TEST_LAUNCHED();
     std::vector<float> h_fast(static_cast<std::size_t>(cs.rows * cs.I));
     const std::vector<unsigned char> hb = d_h.download();
     std::memcpy(h_fast.data(), hb.data(), hb.size());
-    std::vector<unsigned char> want_packed(packed_bytes, poison), want_scales(static_cast<std::size_t>(layout.size_bytes()), 0);
-    const fp4fuse::block_codec<F> codec(S);
-    for (std::int64_t r = 0; r < cs.rows; ++r) {
-      for (std::int64_t b = 0; b < cs.I / 16; ++b) {
-        float x[16];
-        for (int i = 0; i < 16; ++i) x[i] = h_fast[static_cast<std::size_t>(r * cs.I + b * 16 + i)];
-        const auto q = codec.quantize(x);
-        want_scales[static_cast<std::size_t>(layout.offset(r, b))] = q.scale;
-        std::memcpy(&want_packed[static_cast<std::size_t>(r * cs.I / 2 + b * 8)], q.packed, 8);
+    // The device h quantized on the host, row r's blocks with block_codec(S_of_row(r)).
+    const auto host_quantize_h = [&](const auto& S_of_row, std::vector<unsigned char>& packed, std::vector<unsigned char>& scales) {
+      packed.assign(packed_bytes, poison);
+      scales.assign(static_cast<std::size_t>(layout.size_bytes()), 0);
+      for (std::int64_t r = 0; r < cs.rows; ++r) {
+        const fp4fuse::block_codec<F> codec(S_of_row(r));
+        for (std::int64_t b = 0; b < cs.I / 16; ++b) {
+          float x[16];
+          for (int i = 0; i < 16; ++i) x[i] = h_fast[static_cast<std::size_t>(r * cs.I + b * 16 + i)];
+          const auto q = codec.quantize(x);
+          scales[static_cast<std::size_t>(layout.offset(r, b))] = q.scale;
+          std::memcpy(&packed[static_cast<std::size_t>(r * cs.I / 2 + b * 8)], q.packed, 8);
+        }
       }
-    }
+    };
+    std::vector<unsigned char> want_packed, want_scales;
+    host_quantize_h([&](std::int64_t) { return S; }, want_packed, want_scales);
     const std::vector<unsigned char> got_fast = p_fast.download(), got_fast_scales = s_fast.download();
     CHECK(got_fast == want_packed);
     CHECK(got_fast_scales == want_scales);
@@ -216,10 +222,9 @@ void check_fast_activation(const Fast& fast, const Exact& exact, const char* sal
       // ignored), each block with block_codec(S_r).
       device_buffer p_row(packed_bytes), s_row(static_cast<std::size_t>(layout.size_bytes())), d_rs(static_cast<std::size_t>(cs.rows) * 4);
       REQUIRE(static_cast<bool>(fp4fuse::swiglu_quantize<GateUp>(
-          gu, fast, fp4fuse::quantized_matrix<F, L>{p_row.as<std::uint8_t>(), cs.I / 2, s_row.as<std::uint8_t>(), layout},
-          fp4fuse::global_scale::per_row{d_rs.as<float>()})));
+          gu, fp4fuse::quantized_matrix<F, L>{p_row.as<std::uint8_t>(), cs.I / 2, s_row.as<std::uint8_t>(), layout}, fp4fuse::global_scale::per_row{d_rs.as<float>()},
+          fast)));
       FP4FUSE_TEST_LAUNCHED();
-      std::vector<unsigned char> row_packed(packed_bytes, poison), row_scales(static_cast<std::size_t>(layout.size_bytes()), 0);
       std::vector<float> row_S(static_cast<std::size_t>(cs.rows));
       for (std::int64_t r = 0; r < cs.rows; ++r) {
         float amax = 0.0f;
@@ -228,23 +233,10 @@ void check_fast_activation(const Fast& fast, const Exact& exact, const char* sal
           if (!std::isnan(v)) amax = std::max(amax, v);
         }
         row_S[static_cast<std::size_t>(r)] = fp4fuse::nvfp4_global_encode_scale(amax);
-        const fp4fuse::block_codec<F> row_codec(row_S[static_cast<std::size_t>(r)]);
-        for (std::int64_t b = 0; b < cs.I / 16; ++b) {
-          float x[16];
-          for (int i = 0; i < 16; ++i) x[i] = h_fast[static_cast<std::size_t>(r * cs.I + b * 16 + i)];
-          const auto q = row_codec.quantize(x);
-          row_scales[static_cast<std::size_t>(layout.offset(r, b))] = q.scale;
-          std::memcpy(&row_packed[static_cast<std::size_t>(r * cs.I / 2 + b * 8)], q.packed, 8);
-        }
       }
-      std::vector<unsigned char> want_rs(row_S.size() * 4);
-      std::memcpy(want_rs.data(), row_S.data(), want_rs.size());
-      CHECK(p_row.download() == row_packed);
-      CHECK(s_row.download() == row_scales);
-      CHECK(d_rs.download() == want_rs);
-      CHECK(p_row.guard_intact());
-      CHECK(s_row.guard_intact());
-      CHECK(d_rs.guard_intact());
+      std::vector<unsigned char> row_packed, row_scales;
+      host_quantize_h([&](std::int64_t r) { return row_S[static_cast<std::size_t>(r)]; }, row_packed, row_scales);
+      check_row_scaled_outputs(p_row, row_packed, s_row, row_scales, d_rs, row_S);
     }
     if (cs.realistic) {
       const std::vector<unsigned char> got_exact = p_exact.download(), got_exact_scales = s_exact.download();
@@ -334,9 +326,9 @@ void check_swiglu_per_row(const Activation& act, const char* salt) {
         d_scales(static_cast<std::size_t>(layout.size_bytes())), d_rs(static_cast<std::size_t>(s.rows) * 4);
     d_in.upload(in.data(), in.size() * sizeof(T));
     const fp4fuse::result r = fp4fuse::swiglu_quantize<GateUp, Intermediate>(
-        fp4fuse::matrix_view<const T>{d_in.as<T>(), s.rows, 2 * s.I, ld_in}, act,
-        fp4fuse::quantized_matrix<F, L>{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout},
-        fp4fuse::global_scale::per_row{d_rs.as<float>()});
+        fp4fuse::matrix_view<const T>{d_in.as<T>(), s.rows, 2 * s.I, ld_in}, fp4fuse::quantized_matrix<F, L>{d_out.as<std::uint8_t>(), ld_out, d_scales.as<std::uint8_t>(), layout},
+        fp4fuse::global_scale::per_row{d_rs.as<float>()},
+        act);
     INFO(salt << " M=" << s.rows << " I=" << s.I << ": " << r.message());
     REQUIRE(static_cast<bool>(r));
     FP4FUSE_TEST_LAUNCHED();
@@ -360,14 +352,7 @@ void check_swiglu_per_row(const Activation& act, const char* salt) {
         std::memcpy(&want_packed[static_cast<std::size_t>(row * ld_out + b * 8)], q.packed, 8);
       }
     }
-    std::vector<unsigned char> want_rs(want_S.size() * 4);
-    std::memcpy(want_rs.data(), want_S.data(), want_rs.size());
-    CHECK(d_out.download() == want_packed);
-    CHECK(d_scales.download() == want_scales);
-    CHECK(d_rs.download() == want_rs);
-    CHECK(d_out.guard_intact());
-    CHECK(d_scales.guard_intact());
-    CHECK(d_rs.guard_intact());
+    check_row_scaled_outputs(d_out, want_packed, d_scales, want_scales, d_rs, want_S);
   }
 }
 

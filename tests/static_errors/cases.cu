@@ -33,14 +33,14 @@ fp4fuse::block_codec<float> not_a_format;
 fp4fuse::quantized_matrix<recipe::vllm, fp4fuse::scale_layout::linear> not_a_format_either;
 #elif CASE == 6  // expect: fp4fuse::quantize: the input must be __nv_bfloat16, __half or float
 void bad_input(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out) {
-  (void)fp4fuse::quantize(fp4fuse::matrix_view<const int>{nullptr, 1, 16, 16}, out, nullptr);
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const int>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_tensor{nullptr});
 }
 #elif CASE == 7  // expect: grouped_swizzled_128x4<ExpertStart>: expert_start::padded_prefix_sum or expert_start::offset_bound
 fp4fuse::scale_layout::grouped_swizzled_128x4<int> bad_start{};
 #elif CASE == 8  // expect: fp4fuse::quantize: a grouped (MoE) scale layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
 void grouped_into_dense(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
-  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, nullptr);
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_tensor{nullptr});
 }
 #elif CASE == 9  // expect: sink::direct: a grouped (MoE) scale layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
@@ -121,27 +121,57 @@ using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_lay
 __global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   fp4fuse::write_scale_padding_beyond_grid(out, {{64, 2}, {64, 2}}, {0, 0, {64, 2}}, static_cast<int>(threadIdx.x), 128);
 }
-#elif CASE == 23  // expect: fp4fuse::quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+#elif CASE == 23  // expect: fp4fuse: MXFP4 has no global scale: pass global_scale::none{}
 void per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32}, out, fp4fuse::global_scale::per_row{row_S});
 }
-#elif CASE == 24  // expect: fp4fuse::swiglu_quantize: per-row global scales are NVFP4's; MXFP4 has no global scale
+#elif CASE == 24  // expect: fp4fuse: MXFP4 has no global scale: pass global_scale::none{}
 void swiglu_per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::swizzled_128x4> out, float* row_S) {
   (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
-                                                                   fp4fuse::activation::swiglu{}, out, fp4fuse::global_scale::per_row{row_S});
+                                                                   out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu{});
 }
 #elif CASE == 25  // expect: fp4fuse::quantize: a grouped (MoE) scale layout is written per expert
 using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
 void per_row_grouped(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out, float* row_S) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_row{row_S});
 }
-#elif CASE == 26  // expect: fp4fuse::quantize: a braced {ptr} global scale is ambiguous
+#elif CASE == 26  // expect: fp4fuse: the global scale must be a descriptor
 void braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, {row_S});
 }
-#elif CASE == 27  // expect: fp4fuse::swiglu_quantize: a braced {ptr} global scale is ambiguous
+#elif CASE == 27  // expect: fp4fuse: the global scale must be a descriptor
 void swiglu_braced_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
-  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64},
-                                                                   fp4fuse::activation::swiglu{}, out, {S});
+  (void)fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 64, 64}, out, {S},
+                                                                   fp4fuse::activation::swiglu{});
+}
+#elif CASE == 28  // expect: fp4fuse: the global scale must be a descriptor
+void raw_pointer_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, S);
+}
+#elif CASE == 29  // expect: fp4fuse: NVFP4 needs a global scale: pass global_scale::per_tensor{d_S}
+void nvfp4_without_scale(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::none{});
+}
+#elif CASE == 30  // expect: fp4fuse: MXFP4 has no global scale: pass global_scale::none{}
+void mxfp4_with_scale(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32}, out, fp4fuse::global_scale::per_tensor{S});
+}
+#elif CASE == 31  // expect: fp4fuse: MXFP4 has no global scale: pass global_scale::none{}
+void mxfp4_dequantize_with_scale(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear, const unsigned char> in, const float* S) {
+  (void)fp4fuse::dequantize(in, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 1, 32, 32}, fp4fuse::global_scale::per_tensor{S});
+}
+#elif CASE == 32  // expect: fp4fuse::amax: the scale must be global_scale::per_tensor{d_S}
+void amax_per_row(float* amax, float* row_S) {
+  (void)fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, amax, fp4fuse::global_scale::per_row{row_S});
+}
+#elif CASE == 33  // expect: fp4fuse::gated_activation: the compact output has no global scale; pass global_scale::none{}
+void compact_with_scale(const float* S) {
+  (void)fp4fuse::gated_activation<fp4fuse::gate_up::interleaved<8>>(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32},
+                                                                    fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 1, 16, 16},
+                                                                    fp4fuse::global_scale::per_tensor{S}, fp4fuse::activation::swiglu{});
+}
+#elif CASE == 34  // expect: fp4fuse::quantize: per_group scales need a grouped layout
+void per_group_dense(fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::linear> out, const float* S) {
+  (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 16, 16}, out, fp4fuse::global_scale::per_group{S});
 }
 #endif

@@ -21,7 +21,7 @@ FP4FUSE_HOST_DEVICE constexpr bool is_nan_bits(cuda::std::uint32_t u) {
 /// IEEE minNum/maxNum semantics (a NaN operand loses) in a constexpr-friendly form; nvcc lowers
 /// these to FMNMX on the device.
 FP4FUSE_HOST_DEVICE constexpr float min_num(float a, float b) {
-#if defined(__CUDA_ARCH__)
+#if FP4FUSE_DEVICE_PASS
   if (!cuda::std::is_constant_evaluated()) {
     return fminf(a, b);
   }
@@ -29,7 +29,7 @@ FP4FUSE_HOST_DEVICE constexpr float min_num(float a, float b) {
   return (a != a) ? b : (b != b) ? a : (b < a ? b : a);
 }
 FP4FUSE_HOST_DEVICE constexpr float max_num(float a, float b) {
-#if defined(__CUDA_ARCH__)
+#if FP4FUSE_DEVICE_PASS
   if (!cuda::std::is_constant_evaluated()) {
     return fmaxf(a, b);
   }
@@ -37,7 +37,7 @@ FP4FUSE_HOST_DEVICE constexpr float max_num(float a, float b) {
   return (a != a) ? b : (b != b) ? a : (b > a ? b : a);
 }
 FP4FUSE_HOST_DEVICE constexpr float abs_float(float x) {
-#if defined(__CUDA_ARCH__)
+#if FP4FUSE_DEVICE_PASS
   if (!cuda::std::is_constant_evaluated()) {
     return fabsf(x);  // a free operand modifier on the GPU
   }
@@ -45,13 +45,19 @@ FP4FUSE_HOST_DEVICE constexpr float abs_float(float x) {
   return bits_float(float_bits(x) & 0x7FFFFFFFu);
 }
 
+/// The one approximate reciprocal (vLLM's recipe, the fast activations' division):
+/// `rcp.approx.ftz.f32` (MUFU.RCP) on the device. The host computes IEEE 1/x with the same
+/// flush-to-zero of subnormal inputs and results, so the two differ by at most the instruction's
+/// approximation error (measured: tests/nvfp4.cu).
+FP4FUSE_HOST_DEVICE float rcp_approx_ftz(float x) {
 #if FP4FUSE_DEVICE_PASS
-/// `rcp.approx.ftz.f32` (MUFU.RCP): vLLM's reciprocal and the fast activations' division.
-FP4FUSE_DEVICE float rcp_approx_ftz_ptx(float x) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
-}
+#else
+  const auto flush = [](float v) { return (float_bits(v) & 0x7F800000u) == 0 ? bits_float(float_bits(v) & 0x80000000u) : v; };
+  return flush(1.0f / flush(x));
 #endif
+}
 
 }  // namespace fp4fuse::detail

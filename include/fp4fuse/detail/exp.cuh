@@ -104,22 +104,12 @@ FP4FUSE_HOST_DEVICE float exp2_fast(float x) {
 #endif
 }
 
-/// 1/x with the hardware approximation (`rcp.approx.ftz.f32`, MUFU.RCP) on the device, IEEE 1/x on
-/// the host: the opt-in fast activations' division.
-FP4FUSE_HOST_DEVICE float rcp_fast(float x) {
-#if FP4FUSE_DEVICE_PASS
-  return rcp_approx_ftz_ptx(x);
-#else
-  return 1.0f / x;
-#endif
-}
-
 /// x * (1 / (1 + 2^(-x log2 e))) with the fast exp and reciprocal: the sigmoid-weighted x of the
 /// fast activations (silu(x) for slope 1). For x below -126 / slope_log2e (-87.3 for silu) the
 /// reciprocal is below 2^-126 and `ftz` flushes it (beyond -88.7 the exponential is +Inf): the result
 /// is -0 where the exact value is below 1e-35 in magnitude.
 FP4FUSE_HOST_DEVICE float x_sigmoid_fast(float x, float slope_log2e) {
-  return mul_rn(x, rcp_fast(add_rn(1.0f, exp2_fast(mul_rn(x, -slope_log2e)))));
+  return mul_rn(x, rcp_approx_ftz(add_rn(1.0f, exp2_fast(mul_rn(x, -slope_log2e)))));
 }
 
 /// 1 / (1 + e^-x), IEEE division.

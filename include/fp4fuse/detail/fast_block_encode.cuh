@@ -15,8 +15,10 @@
 // - The amax of 16-bit inputs is an integer maximum of the magnitude bits, two halves at a time.
 #include <cuda/std/cstdint>
 #include <cuda/std/limits>
+#include <cuda/std/type_traits>
 
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/nan_policy.cuh"
 #include "fp4fuse/detail/bits.cuh"
 #include "fp4fuse/e2m1.cuh"
 #include "fp4fuse/format.cuh"
@@ -98,14 +100,19 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1x8_with_signs(cuda::std::uint32_t magnitu
   return (magnitudes | (s.even & 0x08080808u)) | (s.odd & 0x80808080u);
 }
 
-/// NaN-propagating amax of floats: the exact block amax when every value is finite, NaN or +Inf
-/// otherwise (so `!(amax <= FLT_MAX)` detects every block the fast encoder must not take).
-template <int N>
-FP4FUSE_DEVICE float amax_or_nonfinite(const float (&x)[N]) {
+/// The largest |x[i]| (+0 for none). `nan_policy::ignore`: NaN elements do not take part (a block's
+/// part of a row amax). `nan_policy::propagate`: the exact block amax when every value is finite,
+/// NaN or +Inf otherwise, so `!(amax <= FLT_MAX)` detects every block the fast encoder must not take.
+template <class NanPolicy, int N>
+FP4FUSE_DEVICE float magnitude_max(const float (&x)[N]) {
   float m = 0.0f;
   FP4FUSE_UNROLL
   for (int i = 0; i < N; ++i) {
-    m = max_propagating_nan(m, fabsf(x[i]));
+    if constexpr (cuda::std::is_same_v<NanPolicy, nan_policy::ignore>) {
+      m = max_num(m, abs_float(x[i]));
+    } else {
+      m = max_propagating_nan(m, fabsf(x[i]));
+    }
   }
   return m;
 }

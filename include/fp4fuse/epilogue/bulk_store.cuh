@@ -16,7 +16,7 @@ namespace detail {
 /// Makes the calling thread's shared-memory writes visible to the async proxy
 /// (`fence.proxy.async.shared::cta`): before a bulk copy, issued by this or (after a barrier) another thread, reads them.
 FP4FUSE_DEVICE void bulk_store_fence() {
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 #else
   __trap();  // cp.async.bulk needs sm_90: never write nothing silently
@@ -26,7 +26,7 @@ FP4FUSE_DEVICE void bulk_store_fence() {
 /// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared to global memory
 /// as one bulk copy of the calling thread's current bulk group; `bulk_store_commit` closes it.
 FP4FUSE_DEVICE void bulk_store(void* global_dst, const void* shared_src, cuda::std::uint32_t bytes) {
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, global_dst, shared_src, bytes);
 #else
   (void)global_dst, (void)shared_src, (void)bytes;
@@ -36,7 +36,7 @@ FP4FUSE_DEVICE void bulk_store(void* global_dst, const void* shared_src, cuda::s
 
 /// Commits the calling thread's bulk copies issued so far as one bulk group.
 FP4FUSE_DEVICE void bulk_store_commit() {
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   cuda::ptx::cp_async_bulk_commit_group();
 #else
   __trap();
@@ -57,7 +57,7 @@ FP4FUSE_DEVICE void bulk_store_commit() {
 /// }
 /// \endcode
 FP4FUSE_DEVICE void wait_staged_stores() {
-#if FP4FUSE_DEVICE_PASS && __CUDA_ARCH__ >= 900
+#if FP4FUSE_ARCH_HAS_SM90
   cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
 #else
   __trap();

@@ -17,6 +17,7 @@
 
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
 #include "fp4fuse/detail/bits.cuh"
 #include "fp4fuse/epilogue/bulk_store.cuh"
 #include "fp4fuse/epilogue/operation.cuh"
@@ -72,17 +73,6 @@ FP4FUSE_HOST_DEVICE quantized_row<Format, Out / Format::block_size> quantize_act
   return q;
 }
 
-/// Stores one block's packed words (8 bytes NVFP4, 16 MXFP4) with one vector store.
-template <int Words>
-FP4FUSE_HOST_DEVICE void store_packed_block(cuda::std::uint8_t* dst, const cuda::std::uint32_t (&w)[Words]) {
-  if constexpr (Words == 2) {
-    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
-  } else {
-    static_assert(Words == 4, "a block is 2 (NVFP4) or 4 (MXFP4) words");
-    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
 /// The segment's blocks inside the matrix's columns (0..Blocks).
 template <class Format, int Blocks, class Layout>
 FP4FUSE_HOST_DEVICE int valid_row_blocks(const quantized_matrix<Format, Layout>& out, cuda::std::int64_t block0) {
@@ -102,7 +92,7 @@ FP4FUSE_HOST_DEVICE void store_row(const quantized_matrix<Format, Layout>& out, 
     if constexpr (Staged && FP4FUSE_DEVICE_PASS) {  // on the host: the same bytes, stored directly
       auto* stage = static_cast<cuda::std::uint8_t*>(staging);
       FP4FUSE_UNROLL
-      for (int b = 0; b < Blocks; ++b) store_packed_block(stage + b * bytes, q.blocks[b].packed);
+      for (int b = 0; b < Blocks; ++b) store_block_words<false>(stage + b * bytes, q.blocks[b].packed);
       const int valid = valid_row_blocks<Format, Blocks>(out, block0);
       const int bulk = (valid * bytes) & ~15;  // whole 16-byte units
       if (bulk > 0) {
@@ -113,14 +103,14 @@ FP4FUSE_HOST_DEVICE void store_row(const quantized_matrix<Format, Layout>& out, 
       if constexpr (bytes == 8) {
         FP4FUSE_UNROLL
         for (int b = 0; b < Blocks; ++b) {  // the odd last block (b == valid - 1), without indexing registers at run time
-          if (b == valid - 1 && valid * bytes != bulk) store_packed_block(dst + bulk, q.blocks[b].packed);
+          if (b == valid - 1 && valid * bytes != bulk) store_block_words<false>(dst + bulk, q.blocks[b].packed);
         }
       }
     } else {
       (void)staging;
       FP4FUSE_UNROLL
       for (int b = 0; b < Blocks; ++b) {
-        if (block0 + b < out.layout.scale_cols) store_packed_block(dst + b * bytes, q.blocks[b].packed);
+        if (block0 + b < out.layout.scale_cols) store_block_words<false>(dst + b * bytes, q.blocks[b].packed);
       }
     }
   }

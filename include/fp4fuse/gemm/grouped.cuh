@@ -40,11 +40,17 @@ struct inputs {
   const float* bias = nullptr;                  ///< optional [E, 2I] fp32, added to gate and up before the activation
 };
 
-/// The NVFP4 global encode scales: one for all experts (`per_expert` false, `scales[0]`) or one
-/// per expert (`scales[e]`), in device memory.
+/// The NVFP4 global encode scales as the epilogue reads them, from the library's descriptors: one
+/// for all experts (`fp4fuse::global_scale::per_tensor`, `scales[0]`) or one per expert
+/// (`fp4fuse::global_scale::per_group`, `scales[e]`), in device memory.
 struct global_scales {
   const float* scales = nullptr;  ///< [1] or [E] in device memory
   bool per_expert = false;        ///< one scale per expert (`scales[e]`), else `scales[0]` for all
+  global_scales() = default;
+  /// One S for every expert.
+  global_scales(fp4fuse::global_scale::per_tensor s) : scales(s.encode_scale) {}
+  /// One S per expert (`encode_scales[e]`).
+  global_scales(fp4fuse::global_scale::per_group s) : scales(s.encode_scales), per_expert(true) {}
 };
 
 /// The grouped output's scale layout, in either peer's convention for where an expert starts.
@@ -165,6 +171,14 @@ inline void check_launch(fp4fuse::gemm::detail::checker& c, const inputs& in, in
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
   if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
   if (c && in.x.rows > 0) {
+    // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.
+    int device = 0;
+    if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) {
+      const fp4fuse::result r = fp4fuse::gemm::detail::cuda_failure(err, "");  // ": no usable CUDA device (...)"
+      c.require(r.code != status::no_device, status::no_device, "%s", r.message() + 2);
+    }
+  }
+  if (c && in.x.rows > 0) {
     c.require(fp4fuse::gemm::detail::wgmma_runs_here(), status::unsupported_architecture,
               "needs an sm_90 GPU and an sm_90a image in this build (the grouped kernels are sm_90a)");
   }
@@ -183,7 +197,9 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 }  // namespace detail
 
 /// Flow 3, the fused grouped L1: act(gate + bias_g) * (up + bias_u) of every routed row as NVFP4
-/// into `out` (whose layout holds E, the offsets and the capacity). The whole scale tensor is
+/// into `out` (whose layout holds E, the offsets and the capacity), with S from
+/// `fp4fuse::global_scale::per_tensor{d_S}` (one for all experts) or `per_group{d_expert_S}` (one
+/// per expert). The whole scale tensor is
 /// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
 /// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
@@ -196,8 +212,8 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
-  c.not_null(S.scales, "S.scales (NVFP4 global encode scales, device memory)");
-  c.aligned(S.scales, 4, "S.scales", "float");
+  c.not_null(S.scales, "S (NVFP4 global encode scales, device memory)");
+  c.aligned(S.scales, 4, "S", "float");
   const index_t N = 2 * out.cols();
   detail::check_launch(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
                        {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);

@@ -4,99 +4,57 @@
 /// NVFP4 global encode scale derived from it, both written to device memory so that a following
 /// `quantize` in the same stream (or CUDA graph) reads S without a host round trip.
 ///
-/// NaN: `nan_policy::ignore` (the default; TE and vLLM take maxima with fmaxf, which drops NaN)
-/// or `nan_policy::propagate` (any NaN makes the amax NaN, and then S = 1 by
-/// `nvfp4_global_encode_scale`). +-Inf gives amax Inf (and S = 1).
+/// NaN per `nan_policy` (nan_policy.cuh).
 #include <cub/block/block_reduce.cuh>
 #include <cuda/cmath>
 #include <cuda/functional>
 
 #include "fp4fuse/config.cuh"
-#include "fp4fuse/detail/kernel_support.cuh"
+#include "fp4fuse/detail/fast_div.cuh"
+#include "fp4fuse/detail/launch.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
 #include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
+#include "fp4fuse/nan_policy.cuh"
 #include "fp4fuse/status.hpp"
+#include "fp4fuse/detail/amax_kernels.cuh"
 
 namespace fp4fuse {
 
-namespace nan_policy {
-/// NaN elements do not take part (fmaxf semantics).
-struct ignore {};
-/// A NaN element makes the result NaN.
-struct propagate {};
-}  // namespace nan_policy
-
-namespace detail {
-
-/// |x| as ordered integer bits; NaN maps to 0 (ignore) or stays above +Inf (propagate).
-template <class NanPolicy>
-FP4FUSE_HOST_DEVICE cuda::std::uint32_t magnitude_key(float x) {
-  const cuda::std::uint32_t m = float_bits(x) & 0x7FFFFFFFu;
-  if constexpr (cuda::std::is_same_v<NanPolicy, nan_policy::ignore>) {
-    return m > 0x7F800000u ? 0u : m;
-  } else {
-    return m;
-  }
-}
-
-constexpr int amax_threads = 256;
-
-template <class NanPolicy, class T>
-__global__ void __launch_bounds__(amax_threads) amax_kernel(matrix_view<const T> in, fast_div vecs_per_row, cuda::std::uint32_t total,
-                                                            cuda::std::uint32_t* __restrict__ amax_bits) {
-  constexpr int V = vec_elems<T>;
-  // One 16-byte load per thread and step: measured faster on the H200 than four (78% vs 65% of
-  // copy bandwidth), with 2048 threads per SM keeping enough bytes in flight.
-  cuda::std::uint32_t local = 0;
-  for (cuda::std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const cuda::std::uint32_t row = vecs_per_row(i);
-    float x[V];
-    load_floats(in.data + row * in.ld + static_cast<cuda::std::int64_t>(i - row * vecs_per_row.divisor) * V, x);
-    FP4FUSE_UNROLL
-    for (int j = 0; j < V; ++j) {
-      const cuda::std::uint32_t k = magnitude_key<NanPolicy>(x[j]);
-      local = k > local ? k : local;
-    }
-  }
-  using reduce_t = cub::BlockReduce<cuda::std::uint32_t, amax_threads>;
-  __shared__ typename reduce_t::TempStorage storage;
-  const cuda::std::uint32_t block_max = reduce_t(storage).Reduce(local, cuda::maximum<>{});
-  if (threadIdx.x == 0 && block_max != 0) {
-    atomicMax(amax_bits, block_max);
-  }
-}
-
-/// A template (like every kernel in a header) so that several translation units can include it.
-template <int = 0>
-__global__ void global_scale_kernel(const float* amax, float* global_encode_scale) {
-  *global_encode_scale = nvfp4_global_encode_scale(*amax);
-}
-
-}  // namespace detail
-
-/// Writes max |x| over a row-major matrix to `*amax` (device memory), and, if
-/// `global_encode_scale` is not null, S = nvfp4_global_encode_scale(amax) to it. Requirements:
-/// `in` 16-byte aligned, `in.cols` and `in.ld` whole numbers of 16-byte vectors (8 bf16/half, 4
-/// float), fewer than 2^30 vectors; `amax` (and S) 4-byte aligned. A memset and one or two kernels
-/// on `stream`; no host synchronisation. Validated before any CUDA call; on error nothing is
-/// written.
+/// Writes max |x| over a row-major matrix to `*amax` (device memory), and, for
+/// `global_scale::per_tensor{d_S}`, S = nvfp4_global_encode_scale(amax) to `*d_S`, where the
+/// quantizers given the same descriptor read it (`global_scale::none`: the amax alone). NaN per
+/// `NanPolicy` (`nan_policy::ignore`, the default, or `nan_policy::propagate`, which makes the
+/// amax NaN and then S = 1); +-Inf gives amax Inf (and S = 1). Requirements: `in` 16-byte aligned,
+/// `in.cols` and `in.ld` whole numbers of 16-byte vectors (8 bf16/half, 4 float), fewer than 2^30
+/// vectors; `amax` (and S) 4-byte aligned. A memset and one or two kernels on `stream`; no host
+/// synchronisation. Validated before any CUDA call; on error nothing is written.
 /// \code
-/// auto r = fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, d_amax, d_S, stream);  // then quantize reads d_S
+/// const fp4fuse::global_scale::per_tensor S{d_S};
+/// auto r = fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{x, M, K, K}, d_amax, S, fp4fuse::nan_policy::ignore{}, stream);
+/// // then fp4fuse::quantize(x, out, S, stream) reads S on the device
 /// \endcode
-template <class NanPolicy = nan_policy::ignore, class T>
-result amax(const matrix_view<T>& in, float* amax, float* global_encode_scale = nullptr, cudaStream_t stream = nullptr) {
+template <class T, class Scale = detail::unnamed_global_scale, class NanPolicy = nan_policy::ignore>
+result amax(const matrix_view<T>& in, float* amax, const Scale& scale, NanPolicy = {}, cudaStream_t stream = nullptr) {
   using E = cuda::std::remove_const_t<T>;
   static_assert(detail::is_supported_element<E>, "fp4fuse::amax: the input must be __nv_bfloat16, __half or float");
+  static_assert(cuda::std::is_same_v<Scale, global_scale::none> || cuda::std::is_same_v<Scale, global_scale::per_tensor>,
+                "fp4fuse::amax: the scale must be global_scale::per_tensor{d_S} (S written from the amax) or global_scale::none{}; "
+                "per-row scales are computed by quantize and swiglu_quantize themselves");
+  static_assert(cuda::std::is_same_v<NanPolicy, nan_policy::ignore> || cuda::std::is_same_v<NanPolicy, nan_policy::propagate>,
+                "fp4fuse::amax: the option must be nan_policy::ignore{} or nan_policy::propagate{}");
   constexpr int V = detail::vec_elems<E>;
   detail::checker c("fp4fuse::amax");
   c.matrix(in, "in", 0, V, V == 8 ? "16-byte vectors of 8 bf16/half elements" : "16-byte vectors of 4 floats");
   c.not_null(amax, "amax");
   c.aligned(amax, 4, "amax", "a float");
-  c.aligned(global_encode_scale, 4, "global_encode_scale", "a float");
+  c.scale(scale);
   const cuda::std::int64_t vecs = in.rows * (in.cols / V);
   c.require(vecs < (cuda::std::int64_t(1) << 30), status::bad_shape, "in has %lld 16-byte vectors; at most 2^30 - 1 are supported",
             static_cast<long long>(vecs));
   if (!c) return c.outcome();
+  // S is an output here: the descriptor's pointer is const for the readers.
+  float* const global_encode_scale = const_cast<float*>(detail::scale_pointer(scale));
   constexpr const char* entry = "fp4fuse::amax";
   auto* kernel = &detail::amax_kernel<NanPolicy, E>;
   if (result r = detail::check_kernel_image(kernel, entry); !r) return r;

@@ -6,83 +6,46 @@
 #include <cuda/cmath>
 
 #include "fp4fuse/config.cuh"
-#include "fp4fuse/detail/kernel_support.cuh"
+#include "fp4fuse/detail/fast_div.cuh"
+#include "fp4fuse/detail/launch.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
 #include "fp4fuse/e2m1.cuh"
 #include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/mxfp4.cuh"
 #include "fp4fuse/nvfp4.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/scale_layout.cuh"
 #include "fp4fuse/status.hpp"
+#include "fp4fuse/detail/dequantize_kernel.cuh"
 
 namespace fp4fuse {
 
-namespace detail {
-
-template <class Format, class Layout, class Out>
-__global__ void __launch_bounds__(256) dequantize_kernel(quantized_matrix<Format, Layout, const cuda::std::uint8_t> in,
-                                                         const float* global_encode_scale, matrix_view<Out> out, fast_div blocks_per_row,
-                                                         cuda::std::uint32_t total) {
-  using codec_t = block_codec<Format>;
-  constexpr int B = Format::block_size;
-  const cuda::std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= total) {
-    return;
-  }
-  const cuda::std::uint32_t row = blocks_per_row(idx);
-  const cuda::std::uint32_t col = idx - row * blocks_per_row.divisor;
-  const float decode = Format::has_global_scale ? 1.0f / *global_encode_scale : 1.0f;
-  const float scale = codec_t::scale_value(in.scales[in.layout.offset(row, col)]);
-  const cuda::std::uint8_t* src = in.packed + row * in.ld_packed + col * (B / 2);
-  cuda::std::uint32_t words[Format::words_per_block];
-  if constexpr (Format::words_per_block == 2) {
-    const uint2 v = load_once(reinterpret_cast<const uint2*>(src));
-    words[0] = v.x;
-    words[1] = v.y;
-  } else {
-    const uint4 v = load_once(reinterpret_cast<const uint4*>(src));
-    words[0] = v.x;
-    words[1] = v.y;
-    words[2] = v.z;
-    words[3] = v.w;
-  }
-  float values[B];
-  FP4FUSE_UNROLL
-  for (int i = 0; i < B / 2; ++i) {
-    const float2 pair = e2m1x2_decode_float2(static_cast<cuda::std::uint8_t>(words[i / 4] >> (8 * (i % 4))));
-    if constexpr (Format::has_global_scale) {
-      values[2 * i] = (pair.x * scale) * decode;
-      values[2 * i + 1] = (pair.y * scale) * decode;
-    } else {
-      values[2 * i] = pair.x * scale;
-      values[2 * i + 1] = pair.y * scale;
-    }
-  }
-  store_floats(out.data + row * out.ld + col * B, values);
-}
-
-}  // namespace detail
-
-/// Dequantizes NVFP4/MXFP4 to a row-major [M, K] matrix on `stream`. Numerics: see the file
-/// comment; bit-identical to `block_codec<Format>::dequantize` on the host followed by the same
-/// rounding to `Out`. Requirements: `in.packed` aligned to one block's bytes (8 NVFP4, 16 MXFP4),
-/// `out` [M, K] 16-byte aligned with a whole number of 16-byte vectors per `ld`; NVFP4's S in
-/// device memory (MXFP4: nullptr). Validated before any CUDA call; on error nothing is written.
+/// Dequantizes NVFP4/MXFP4 to a row-major [M, K] matrix on `stream`, with the global scale that
+/// `scale` describes (`global_scale::per_tensor` for NVFP4, `global_scale::none` for MXFP4).
+/// Numerics: see the file comment; bit-identical to `block_codec<Format>::dequantize` on the host
+/// followed by the same rounding to `Out`. Requirements: `in.packed` aligned to one block's bytes
+/// (8 NVFP4, 16 MXFP4), `out` [M, K] 16-byte aligned with a whole number of 16-byte vectors per
+/// `ld`. Validated before any CUDA call; on error nothing is written.
 /// \code
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
 /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L, const uint8_t> in{packed, K / 2, scales, L{M, K / 16}};
-/// auto r = fp4fuse::dequantize(in, d_S, fp4fuse::matrix_view<__nv_bfloat16>{y, M, K, K}, stream);
+/// auto r = fp4fuse::dequantize(in, fp4fuse::matrix_view<__nv_bfloat16>{y, M, K, K}, fp4fuse::global_scale::per_tensor{d_S}, stream);
 /// \endcode
-template <class Format, class Layout, class Out>
-result dequantize(const quantized_matrix<Format, Layout, const cuda::std::uint8_t>& in, const float* global_encode_scale,
-                  const matrix_view<Out>& out, cudaStream_t stream = nullptr) {
+template <class Format, class Layout, class Out, class Scale = detail::unnamed_global_scale>
+result dequantize(const quantized_matrix<Format, Layout, const cuda::std::uint8_t>& in, const matrix_view<Out>& out, const Scale& scale,
+                  cudaStream_t stream = nullptr) {
   static_assert(detail::is_supported_element<Out>, "fp4fuse::dequantize: the output must be __nv_bfloat16, __half or float");
   static_assert(!scale_layout::is_grouped<Layout>,
                 "fp4fuse::dequantize: a grouped (MoE) scale layout is written per expert; pass each expert's block (layout.expert(e)) or use a grouped kernel");
+  static_assert(detail::fits_global_scale<Format, Scale>());
+  static_assert(!cuda::std::is_same_v<Scale, global_scale::per_row> && !cuda::std::is_same_v<Scale, global_scale::per_group>,
+                "fp4fuse::dequantize: takes global_scale::per_tensor (NVFP4) or global_scale::none (MXFP4); dequantize a row-scaled "
+                "matrix row by row, each with its own per_tensor");
   detail::checker c("fp4fuse::dequantize");
   c.quantized(in, "in");
-  c.template global_scale<Format>(global_encode_scale);
+  c.scale(scale);
   c.matrix(out, "out", 1, Format::block_size, "the block size");
   c.require(in.rows() == out.rows && in.cols() == out.cols, status::bad_shape, "in (its layout) is [%lld, %lld] but out is [%lld, %lld]",
             static_cast<long long>(in.rows()), static_cast<long long>(in.cols()), static_cast<long long>(out.rows),
@@ -93,7 +56,7 @@ result dequantize(const quantized_matrix<Format, Layout, const cuda::std::uint8_
   if (out.rows == 0) return {};
   const auto total = static_cast<cuda::std::uint32_t>(out.rows * blocks);
   return detail::launch(&detail::dequantize_kernel<Format, Layout, Out>, cuda::ceil_div(total, 256u), 256, stream, "fp4fuse::dequantize", in,
-                        global_encode_scale, out, detail::fast_div(static_cast<cuda::std::uint32_t>(blocks)), total);
+                        detail::scale_pointer(scale), out, detail::fast_div(static_cast<cuda::std::uint32_t>(blocks)), total);
 }
 
 }  // namespace fp4fuse

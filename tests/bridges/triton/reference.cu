@@ -75,13 +75,12 @@ int launch_elementwise(int which, const float* a, const float* b, const cuda::st
 }
 
 // ---- swiglu_quantize ---------------------------------------------------------------------------
-// The one call of the library launcher. With the interface of CHANGELOG.md ("one signature per
-// launcher") it becomes swiglu_quantize<GateUp>(gu, out, scale, act, stream), the scale wrapped as
-// global_scale::per_tensor{S} / global_scale::none{} (MXFP4) / global_scale::per_row{p} by `run`.
+// The one call of the library launcher: swiglu_quantize<GateUp>(gu, out, scale, act, stream), the
+// scale a global_scale descriptor (per_tensor, per_row or none for MXFP4) chosen by `run`.
 template <class GateUp, class T, class Act, class Fmt, class Layout, class Scale>
 result call_swiglu_quantize(const matrix_view<const T>& gu, const Act& act, const quantized_matrix<Fmt, Layout>& out, Scale s,
                             cudaStream_t stream) {
-  return swiglu_quantize<GateUp>(gu, act, out, s, stream);
+  return swiglu_quantize<GateUp>(gu, out, s, act, stream);
 }
 
 template <class GateUp, class T, class Act, class Fmt, class Layout>
@@ -95,11 +94,11 @@ int run(const void* gu, long long M, long long I, const float* S, float* row_S, 
     if (row_S != nullptr) {
       r = call_swiglu_quantize<GateUp>(in, Act{}, out, global_scale::per_row{row_S}, stream);
     } else {
-      r = call_swiglu_quantize<GateUp>(in, Act{}, out, S, stream);
+      r = call_swiglu_quantize<GateUp>(in, Act{}, out, global_scale::per_tensor{S}, stream);
     }
   } else {
     if (row_S != nullptr) return fail(err, "row_S: MXFP4 has no global scale");
-    r = call_swiglu_quantize<GateUp>(in, Act{}, out, static_cast<const float*>(nullptr), stream);
+    r = call_swiglu_quantize<GateUp>(in, Act{}, out, global_scale::none{}, stream);
   }
   if (!r) return fail(err, r.message());
   return cuda_status(err, "swiglu_quantize");

@@ -73,7 +73,7 @@ struct library {
 
   /// The codec of group `group`'s global scale (MXFP4's ignores it).
   CUTLASS_DEVICE static codec_type codec(const SwiGluQuantizeArguments<Op>& p, int group) {
-    return codec_type(p.encode_scale != nullptr ? p.encode_scale[group * p.encode_scale_group_stride] : 1.0f);
+    return make_block_codec<Format>(p.encode_scale != nullptr ? p.encode_scale[group * p.encode_scale_group_stride] : 1.0f);
   }
 
   /// One warp's 16-row tile `acc` (mma.sync m16n8 order) at `origin` of `out`: bias, activation,

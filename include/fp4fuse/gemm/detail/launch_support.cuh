@@ -3,7 +3,7 @@
 // kernels: the argument checker (a sentence per refusal), the CUDA-error mapping, the kernel-image
 // check and the post-launch check. The one place the gemm module reaches the library's internals;
 // everything else in include/fp4fuse/gemm/ names these through fp4fuse::gemm::detail.
-#include "fp4fuse/detail/kernel_support.cuh"
+#include "fp4fuse/detail/launch.cuh"
 
 namespace fp4fuse::gemm::detail {
 

@@ -1,4 +1,4 @@
-// The one validation path of every standalone launcher (detail/kernel_support.cuh): each bad
+// The one validation path of every standalone launcher (detail/launch.cuh; fast_div from detail/fast_div.cuh): each bad
 // argument is refused with its status and a sentence that names the argument and the requirement,
 // before any CUDA call (the CPU cases pass fake device pointers that must never be touched); a
 // machine without a GPU gets status::no_device for a valid call; on a GPU, refused calls leave
@@ -53,9 +53,9 @@ std::vector<bad_call> bad_calls() {
   using mv = fp4fuse::matrix_view<const __nv_bfloat16>;
   using qm = fp4fuse::quantized_matrix<NV, L>;
   using qmx = fp4fuse::quantized_matrix<MX, L>;
-  const auto q = [](mv in, qm out, const float* S) { return fp4fuse::quantize(in, out, S); };
+  const auto q = [](mv in, qm out, const float* S) { return fp4fuse::quantize(in, out, fp4fuse::global_scale::per_tensor{S}); };
   const auto sq = [](mv in, qm out, const float* S) {
-    return fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(in, fp4fuse::activation::swiglu{}, out, S);
+    return fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(in, out, fp4fuse::global_scale::per_tensor{S}, fp4fuse::activation::swiglu{});
   };
   const auto nv_out = [](const pointers& p) { return qm{p.packed, K / 2, p.scales, L{M, K / 16}}; };
   std::vector<bad_call> v;
@@ -82,11 +82,11 @@ std::vector<bad_call> bad_calls() {
   v.push_back({"quantize: ld_packed not whole blocks", [&](const pointers& p) { return q(mv{p.in, M, K, K}, qm{p.packed, 36, p.scales, L{M, 4}}, p.S); },
                status::bad_leading_dimension, "a multiple of 8 (one NVFP4 block)"});
   v.push_back({"quantize: null S", [&](const pointers& p) { return q(mv{p.in, M, K, K}, nv_out(p), nullptr); }, status::null_pointer,
-               "global_encode_scale"});
+               "scale.encode_scale"});
   v.push_back({"quantize: misaligned S", [&](const pointers& p) {
                  return q(mv{p.in, M, K, K}, nv_out(p), reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.S) + 2));
                },
-               status::misaligned_pointer, "global_encode_scale"});
+               status::misaligned_pointer, "scale.encode_scale"});
   v.push_back({"quantize: shapes differ", [&](const pointers& p) { return q(mv{p.in, M + 1, K, K}, nv_out(p), p.S); }, status::bad_shape,
                "in is [5, 64] but out (its layout) is [4, 64]"});
   v.push_back({"quantize: too large", [&](const pointers& p) {
@@ -94,30 +94,26 @@ std::vector<bad_call> bad_calls() {
                  return q(mv{p.in, big, K, K}, qm{p.packed, K / 2, p.scales, L{big, 4}}, p.S);
                },
                status::bad_shape, "31-bit indexing"});
-  v.push_back({"quantize MXFP4: a global scale given", [&](const pointers& p) {
-                 return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed, K / 2, p.scales, L{M, 2}}, p.S);
-               },
-               status::null_pointer, "must be nullptr for MXFP4"});
   v.push_back({"quantize MXFP4: K not a multiple of 32", [&](const pointers& p) {
-                 return fp4fuse::quantize(mv{p.in, M, 48, 48}, qmx{p.packed, 32, p.scales, L{M, 1}}, nullptr);
+                 return fp4fuse::quantize(mv{p.in, M, 48, 48}, qmx{p.packed, 32, p.scales, L{M, 1}}, fp4fuse::global_scale::none{});
                },
                status::not_multiple_of_block, "multiple of 32 (the MXFP4 block size)"});
   v.push_back({"quantize MXFP4: ld_packed not whole blocks", [&](const pointers& p) {
-                 return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed, 40, p.scales, L{M, 2}}, nullptr);
+                 return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed, 40, p.scales, L{M, 2}}, fp4fuse::global_scale::none{});
                },
                status::bad_leading_dimension, "a multiple of 16 (one MXFP4 block)"});
   v.push_back({"quantize MXFP4: packed misaligned for 16-byte blocks", [&](const pointers& p) {
-                 return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed + 8, K / 2, p.scales, L{M, 2}}, nullptr);
+                 return fp4fuse::quantize(mv{p.in, M, K, K}, qmx{p.packed + 8, K / 2, p.scales, L{M, 2}}, fp4fuse::global_scale::none{});
                },
                status::misaligned_pointer, "16-byte access per MXFP4 block"});
   // quantize with per-row global scales (row scales: the S buffer, which must stay untouched)
   const auto qr = [](mv in, qm out, float* row_S) { return fp4fuse::quantize(in, out, fp4fuse::global_scale::per_row{row_S}); };
   v.push_back({"quantize per-row: null row scales", [&](const pointers& p) { return qr(mv{p.in, M, K, K}, nv_out(p), nullptr); },
-               status::null_pointer, "row_scales.encode_scales is null"});
+               status::null_pointer, "scale.encode_scales (one S per row, device memory) is null"});
   v.push_back({"quantize per-row: misaligned row scales", [&](const pointers& p) {
                  return qr(mv{p.in, M, K, K}, nv_out(p), reinterpret_cast<float*>(reinterpret_cast<char*>(p.S) + 2));
                },
-               status::misaligned_pointer, "row_scales.encode_scales"});
+               status::misaligned_pointer, "scale.encode_scales"});
   // Rows longer than one CTA holds take the two-pass path, whose tiled second pass has the
   // per-tensor kernel's 31-bit grid limit (2^22 rows of 2048 blocks: 2^32 threads).
   v.push_back({"quantize per-row: a two-pass launch beyond 31-bit indexing", [&](const pointers& p) {
@@ -136,21 +132,23 @@ std::vector<bad_call> bad_calls() {
   v.push_back({"swiglu_quantize: gate_up not 2I wide", [&](const pointers& p) { return sq(mv{p.in, M, I, I}, sq_out(p), p.S); },
                status::bad_shape, "gate_up must be [M, 2I]"});
   v.push_back({"swiglu_quantize: I not a multiple of the granule", [&](const pointers& p) {
-                 return fp4fuse::swiglu_quantize<gate_up::interleaved<64>>(mv{p.in, M, 2 * 48, 2 * 48}, fp4fuse::activation::swiglu{},
-                                                                          qm{p.packed, 24, p.scales, L{M, 3}}, p.S);
+                 return fp4fuse::swiglu_quantize<gate_up::interleaved<64>>(mv{p.in, M, 2 * 48, 2 * 48}, qm{p.packed, 24, p.scales, L{M, 3}},
+                                                                          fp4fuse::global_scale::per_tensor{p.S}, fp4fuse::activation::swiglu{});
                },
                status::not_multiple_of_block, "multiple of the gate/up granule G = 64"});
+  v.push_back({"swiglu_quantize: I = 24, not whole NVFP4 blocks", [&](const pointers& p) { return sq(mv{p.in, M, 48, 48}, qm{p.packed, 16, p.scales, L{M, 1}}, p.S); },
+               status::not_multiple_of_block, "gives I = 24 output columns: I must be a multiple of the NVFP4 block size 16"});
   v.push_back({"swiglu_quantize: ld below 2I", [&](const pointers& p) { return sq(mv{p.in, M, 2 * I, 2 * I - 8}, sq_out(p), p.S); },
                status::bad_leading_dimension, "gate_up.ld = 120 must be >= gate_up.cols = 128"});
   v.push_back({"swiglu_quantize: null S", [&](const pointers& p) { return sq(mv{p.in, M, 2 * I, 2 * I}, sq_out(p), nullptr); },
-               status::null_pointer, "global_encode_scale"});
+               status::null_pointer, "scale.encode_scale"});
   v.push_back({"swiglu_quantize: rows differ", [&](const pointers& p) { return sq(mv{p.in, M + 1, 2 * I, 2 * I}, sq_out(p), p.S); },
                status::bad_shape, "gate_up is [5, 128] but the output is [4, 64]"});
   const auto sqr = [](mv in, qm out, float* row_S) {
-    return fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(in, fp4fuse::activation::swiglu{}, out, fp4fuse::global_scale::per_row{row_S});
+    return fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(in, out, fp4fuse::global_scale::per_row{row_S}, fp4fuse::activation::swiglu{});
   };
   v.push_back({"swiglu_quantize per-row: null row scales", [&](const pointers& p) { return sqr(mv{p.in, M, 2 * I, 2 * I}, sq_out(p), nullptr); },
-               status::null_pointer, "row_scales.encode_scales is null"});
+               status::null_pointer, "scale.encode_scales (one S per row, device memory) is null"});
   v.push_back({"swiglu_quantize per-row: a two-pass launch beyond 31-bit indexing", [&](const pointers& p) {
                  const std::int64_t rows = std::int64_t(1) << 23, wide = 14336;
                  return sqr(mv{p.in, rows, 2 * wide, 2 * wide}, qm{p.packed, wide / 2, p.scales, L{rows, wide / 16}}, p.S);
@@ -160,18 +158,18 @@ std::vector<bad_call> bad_calls() {
                status::bad_shape, "gate_up must be [M, 2I]"});
   // swiglu
   using ov = fp4fuse::matrix_view<__nv_bfloat16>;
-  const auto sw = [](mv in, ov out) { return fp4fuse::swiglu<gate_up::split_gate_first>(in, fp4fuse::activation::swiglu{}, out); };
-  v.push_back({"swiglu: misaligned output", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{p.out_bf16 + 4, M, I, I}); },
+  const auto sw = [](mv in, ov out) { return fp4fuse::gated_activation<gate_up::split_gate_first>(in, out, fp4fuse::global_scale::none{}, fp4fuse::activation::swiglu{}); };
+  v.push_back({"gated_activation: misaligned output", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{p.out_bf16 + 4, M, I, I}); },
                status::misaligned_pointer, "out.data"});
-  v.push_back({"swiglu: I not a multiple of 16", [&](const pointers& p) { return sw(mv{p.in, M, 2 * 24, 2 * 24}, ov{p.out_bf16, M, 24, 24}); },
+  v.push_back({"gated_activation: I not a multiple of 16", [&](const pointers& p) { return sw(mv{p.in, M, 2 * 24, 2 * 24}, ov{p.out_bf16, M, 24, 24}); },
                status::not_multiple_of_block, "out.cols = 24 must be a multiple of 16"});
-  v.push_back({"swiglu: null output", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{nullptr, M, I, I}); },
+  v.push_back({"gated_activation: null output", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{nullptr, M, I, I}); },
                status::null_pointer, "out.data is null"});
-  v.push_back({"swiglu: output ld", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{p.out_bf16, M, I, I + 4}); },
+  v.push_back({"gated_activation: output ld", [&](const pointers& p) { return sw(mv{p.in, M, 2 * I, 2 * I}, ov{p.out_bf16, M, I, I + 4}); },
                status::bad_leading_dimension, "out.ld = 68"});
   // dequantize
   using qin = fp4fuse::quantized_matrix<NV, L, const std::uint8_t>;
-  const auto dq = [](qin in, const float* S, ov out) { return fp4fuse::dequantize(in, S, out); };
+  const auto dq = [](qin in, const float* S, ov out) { return fp4fuse::dequantize(in, out, fp4fuse::global_scale::per_tensor{S}); };
   v.push_back({"dequantize: null packed", [&](const pointers& p) { return dq(qin{nullptr, K / 2, p.scales, L{M, 4}}, p.S, ov{p.out_bf16, M, K, K}); },
                status::null_pointer, "in.packed is null"});
   v.push_back({"dequantize: shapes differ", [&](const pointers& p) { return dq(qin{p.packed, K / 2, p.scales, L{M, 4}}, p.S, ov{p.out_bf16, M, 32, 32}); },
@@ -181,17 +179,17 @@ std::vector<bad_call> bad_calls() {
   v.push_back({"dequantize: ld_packed", [&](const pointers& p) { return dq(qin{p.packed, 30, p.scales, L{M, 4}}, p.S, ov{p.out_bf16, M, K, K}); },
                status::bad_leading_dimension, "in.ld_packed = 30"});
   v.push_back({"dequantize: null S", [&](const pointers& p) { return dq(qin{p.packed, K / 2, p.scales, L{M, 4}}, nullptr, ov{p.out_bf16, M, K, K}); },
-               status::null_pointer, "global_encode_scale"});
+               status::null_pointer, "scale.encode_scale"});
   // amax
-  v.push_back({"amax: null amax", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, K}, nullptr); }, status::null_pointer, "amax is null"});
-  v.push_back({"amax: 12 columns", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, 12, 16}, p.amax); }, status::not_multiple_of_block,
+  v.push_back({"amax: null amax", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, K}, nullptr, fp4fuse::global_scale::none{}); }, status::null_pointer, "amax is null"});
+  v.push_back({"amax: 12 columns", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, 12, 16}, p.amax, fp4fuse::global_scale::none{}); }, status::not_multiple_of_block,
                "in.cols = 12 must be a multiple of 8 (16-byte vectors of 8 bf16/half elements)"});
-  v.push_back({"amax: misaligned input", [&](const pointers& p) { return fp4fuse::amax(mv{p.in + 1, M, K, K}, p.amax); }, status::misaligned_pointer,
+  v.push_back({"amax: misaligned input", [&](const pointers& p) { return fp4fuse::amax(mv{p.in + 1, M, K, K}, p.amax, fp4fuse::global_scale::none{}); }, status::misaligned_pointer,
                "in.data"});
-  v.push_back({"amax: ld", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, 60}, p.amax); }, status::bad_leading_dimension, "in.ld = 60"});
-  v.push_back({"amax: misaligned S", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, K}, p.amax, reinterpret_cast<float*>(p.packed + 1)); },
-               status::misaligned_pointer, "global_encode_scale"});
-  v.push_back({"amax: too many vectors", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, std::int64_t(1) << 28, K, K}, p.amax); },
+  v.push_back({"amax: ld", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, 60}, p.amax, fp4fuse::global_scale::none{}); }, status::bad_leading_dimension, "in.ld = 60"});
+  v.push_back({"amax: misaligned S", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, M, K, K}, p.amax, fp4fuse::global_scale::per_tensor{reinterpret_cast<float*>(p.packed + 1)}); },
+               status::misaligned_pointer, "scale.encode_scale"});
+  v.push_back({"amax: too many vectors", [&](const pointers& p) { return fp4fuse::amax(mv{p.in, std::int64_t(1) << 28, K, K}, p.amax, fp4fuse::global_scale::none{}); },
                status::bad_shape, "at most 2^30 - 1"});
   return v;
 }
@@ -219,15 +217,15 @@ TEST_CASE("launchers: every bad argument is refused before any CUDA call, naming
 TEST_CASE("launchers: empty matrices succeed without launching", "[validation]") {
   const pointers p = fake_pointers();
   using mv = fp4fuse::matrix_view<const __nv_bfloat16>;
-  CHECK(static_cast<bool>(fp4fuse::quantize(mv{p.in, 0, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{0, 4}}, p.S)));
-  CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::activation::swiglu{},
-                                                                            fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
-                                                                            p.S)));
+  CHECK(static_cast<bool>(fp4fuse::quantize(mv{p.in, 0, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{0, 4}}, fp4fuse::global_scale::per_tensor{p.S})));
+  CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
+                                                                            fp4fuse::global_scale::per_tensor{p.S},
+                                                                            fp4fuse::activation::swiglu{})));
   CHECK(static_cast<bool>(fp4fuse::quantize(mv{p.in, 0, K, K}, fp4fuse::quantized_matrix<NV, Lin>{p.packed, K / 2, p.scales, Lin{0, 4}},
                                             fp4fuse::global_scale::per_row{p.S})));
-  CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::activation::swiglu{},
-                                                                            fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
-                                                                            fp4fuse::global_scale::per_row{p.S})));
+  CHECK(static_cast<bool>(fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(mv{p.in, 0, 2 * I, 2 * I}, fp4fuse::quantized_matrix<NV, Lin>{p.packed, I / 2, p.scales, Lin{0, 4}},
+                                                                            fp4fuse::global_scale::per_row{p.S},
+                                                                            fp4fuse::activation::swiglu{})));
 }
 
 TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device", "[validation]") {
@@ -237,13 +235,18 @@ TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device"
   }
   const pointers p = fake_pointers();
   using mv = fp4fuse::matrix_view<const __nv_bfloat16>;
-  const fp4fuse::result r = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}}, p.S);
+  const fp4fuse::result r = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}}, fp4fuse::global_scale::per_tensor{p.S});
   INFO(r.message());
   CHECK(r.code == status::no_device);
   CHECK(r.cuda != cudaSuccess);
   CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
-  const fp4fuse::result a = fp4fuse::amax(mv{p.in, M, K, K}, p.amax);
+  const fp4fuse::result a = fp4fuse::amax(mv{p.in, M, K, K}, p.amax, fp4fuse::global_scale::none{});
   CHECK(a.code == status::no_device);
+  // The rule for empty inputs: a launcher that has nothing to write returns ok without a CUDA call
+  // (the empty-matrix case above); amax always writes its result (0 for no elements, and S = 1), so
+  // it needs a device even for M = 0.
+  const fp4fuse::result empty_amax = fp4fuse::amax(mv{p.in, 0, K, K}, p.amax, fp4fuse::global_scale::per_tensor{p.S});
+  CHECK(empty_amax.code == status::no_device);
   const fp4fuse::result row = fp4fuse::quantize(mv{p.in, M, K, K}, fp4fuse::quantized_matrix<NV, L>{p.packed, K / 2, p.scales, L{M, 4}},
                                                 fp4fuse::global_scale::per_row{p.S});
   CHECK(row.code == status::no_device);
@@ -255,8 +258,8 @@ TEST_CASE("launchers: a valid call on a machine without a GPU reports no_device"
   INFO(long_row.message());
   CHECK(long_row.code == status::no_device);
   const fp4fuse::result long_I_row = fp4fuse::swiglu_quantize<gate_up::interleaved<8>>(
-      mv{p.in, M, 2 * long_I, 2 * long_I}, fp4fuse::activation::swiglu{},
-      fp4fuse::quantized_matrix<NV, L>{p.packed, long_I / 2, p.scales, L{M, long_I / 16}}, fp4fuse::global_scale::per_row{p.S});
+      mv{p.in, M, 2 * long_I, 2 * long_I}, fp4fuse::quantized_matrix<NV, L>{p.packed, long_I / 2, p.scales, L{M, long_I / 16}},
+      fp4fuse::global_scale::per_row{p.S}, fp4fuse::activation::swiglu{});
   INFO(long_I_row.message());
   CHECK(long_I_row.code == status::no_device);
 }

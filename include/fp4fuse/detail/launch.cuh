@@ -1,9 +1,6 @@
 #pragma once
-// Shared pieces of the standalone kernels: vector loads/stores of element types, the one
-// argument-validation path every launcher goes through, and the checked launch. Not part of the
-// public API.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// The launchers' one argument-validation path (`checker`), the mapping of CUDA errors to
+// `status`, and the checked launch. Host code; not part of the public API.
 #include <cuda_runtime_api.h>
 
 #include <cuda/std/cstdint>
@@ -12,134 +9,17 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "fp4fuse/config.cuh"
-#include "fp4fuse/detail/bits.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
 #include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
 #include "fp4fuse/matrix_view.cuh"
 #include "fp4fuse/quantized_matrix.cuh"
 #include "fp4fuse/status.hpp"
 
 namespace fp4fuse::detail {
-
-template <class T>
-inline constexpr bool is_supported_element =
-    cuda::std::is_same_v<T, __nv_bfloat16> || cuda::std::is_same_v<T, __half> || cuda::std::is_same_v<T, float>;
-
-template <class T>
-constexpr const char* element_name() {
-  return cuda::std::is_same_v<T, __nv_bfloat16> ? "bf16" : cuda::std::is_same_v<T, __half> ? "half" : "float";
-}
-
-/// Elements of T per 16-byte vector.
-template <class T>
-inline constexpr int vec_elems = 16 / static_cast<int>(sizeof(T));
-
-FP4FUSE_HOST_DEVICE float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-FP4FUSE_HOST_DEVICE float to_float(__half v) { return __half2float(v); }
-FP4FUSE_HOST_DEVICE float to_float(float v) { return v; }
-
-template <class T>
-FP4FUSE_HOST_DEVICE T from_float(float v);
-template <>
-FP4FUSE_HOST_DEVICE __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-FP4FUSE_HOST_DEVICE __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-FP4FUSE_HOST_DEVICE float from_float<float>(float v) { return v; }
-
-// Every standalone kernel touches its data exactly once: streaming (evict-first) loads and stores.
-template <class V>
-FP4FUSE_DEVICE V load_once(const V* p) {
-  return __ldcs(p);
-}
-template <class V>
-FP4FUSE_DEVICE void store_once(V* p, V v) {
-  __stcs(p, v);
-}
-
-/// Unpacks one 32-bit word of two 16-bit elements (or one float) into floats.
-FP4FUSE_DEVICE void unpack_word(cuda::std::uint32_t w, __nv_bfloat16, float* out) {
-  out[0] = bits_float(w << 16);
-  out[1] = bits_float(w & 0xFFFF0000u);
-}
-FP4FUSE_DEVICE void unpack_word(cuda::std::uint32_t w, __half, float* out) {
-  __half2 h;
-  memcpy(&h, &w, sizeof h);
-  const float2 f = __half22float2(h);
-  out[0] = f.x;
-  out[1] = f.y;
-}
-FP4FUSE_DEVICE void unpack_word(cuda::std::uint32_t w, float, float* out) { out[0] = bits_float(w); }
-
-/// Loads N contiguous elements (16-byte aligned, N * sizeof(T) a multiple of 16) as floats, with
-/// read-once (streaming) cache hints.
-template <class T, int N>
-FP4FUSE_DEVICE void load_floats(const T* __restrict__ p, float (&out)[N]) {
-  static_assert((N * sizeof(T)) % 16 == 0, "load_floats: whole 16-byte vectors only");
-  constexpr int per_word = sizeof(T) == 2 ? 2 : 1;
-  const uint4* v = reinterpret_cast<const uint4*>(p);
-  FP4FUSE_UNROLL
-  for (int i = 0; i < N / vec_elems<T>; ++i) {
-    const uint4 raw = load_once(v + i);
-    const cuda::std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-    FP4FUSE_UNROLL
-    for (int w = 0; w < 4; ++w) {
-      unpack_word(words[w], T{}, &out[i * vec_elems<T> + w * per_word]);
-    }
-  }
-}
-
-/// Stores N floats (N * sizeof(T) a multiple of 16, 16-byte aligned) converted to T.
-template <class T, int N>
-FP4FUSE_DEVICE void store_floats(T* __restrict__ p, const float (&in)[N]) {
-  static_assert((N * sizeof(T)) % 16 == 0, "store_floats: whole 16-byte vectors only");
-  uint4* v = reinterpret_cast<uint4*>(p);
-  FP4FUSE_UNROLL
-  for (int i = 0; i < N / vec_elems<T>; ++i) {
-    T tmp[vec_elems<T>];
-    FP4FUSE_UNROLL
-    for (int j = 0; j < vec_elems<T>; ++j) {
-      tmp[j] = from_float<T>(in[i * vec_elems<T> + j]);
-    }
-    uint4 raw;
-    memcpy(&raw, tmp, 16);
-    store_once(v + i, raw);
-  }
-}
-
-/// Stores a block's packed words: 2 words (8 bytes) for NVFP4, 4 (16 bytes) for MXFP4.
-template <int Words>
-FP4FUSE_DEVICE void store_words(cuda::std::uint8_t* __restrict__ p, const cuda::std::uint32_t (&w)[Words]) {
-  if constexpr (Words == 2) {
-    store_once(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
-  } else {
-    static_assert(Words == 4, "store_words: 2 or 4 words");
-    store_once(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
-  }
-}
-
-/// n / d for a divisor fixed at launch, without a hardware divide: with s = ceil(log2 d) and
-/// m = floor(2^32 (2^s - d) / d) + 1, q = (umulhi(n, m) + n) >> s, exact for every n < 2^31
-/// (launchers keep grids below that, so the sum cannot overflow).
-struct fast_div {
-  cuda::std::uint32_t divisor = 1;
-  cuda::std::uint32_t multiplier = 1;
-  cuda::std::uint32_t shift = 0;
-
-  fast_div() = default;
-  explicit fast_div(cuda::std::uint32_t d) : divisor(d) {
-    while ((cuda::std::uint64_t(1) << shift) < d) ++shift;
-    multiplier = static_cast<cuda::std::uint32_t>(((cuda::std::uint64_t(1) << 32) * ((cuda::std::uint64_t(1) << shift) - d)) / d + 1);
-  }
-  FP4FUSE_HOST_DEVICE cuda::std::uint32_t operator()(cuda::std::uint32_t n) const {
-#if FP4FUSE_DEVICE_PASS
-    return (__umulhi(n, multiplier) + n) >> shift;
-#else
-    return static_cast<cuda::std::uint32_t>((((cuda::std::uint64_t(n) * multiplier) >> 32) + n) >> shift);
-#endif
-  }
-};
 
 inline bool is_aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
@@ -222,17 +102,22 @@ class checker {
     return *this;
   }
 
-  /// NVFP4's global encode scale: non-null and 4-byte aligned; MXFP4 takes none (nullptr).
-  template <class Format>
-  checker& global_scale(const float* global_encode_scale) {
-    if constexpr (Format::has_global_scale) {
-      not_null(global_encode_scale, "global_encode_scale (NVFP4's S, device memory)");
-      aligned(global_encode_scale, 4, "global_encode_scale", "a float");
-    } else {
-      require(global_encode_scale == nullptr, status::null_pointer,
-              "global_encode_scale must be nullptr for MXFP4, which has no tensor scale");
-    }
-    return *this;
+  /// The global scale's pointer (fits_global_scale has checked the kind against the format at
+  /// compile time): per_tensor's S and per_group's S non-null and 4-byte aligned; per_row's S_r
+  /// the same, with one CTA per padded row of `rows` within the grid.
+  checker& scale(global_scale::none) { return *this; }
+  checker& scale(global_scale::per_tensor s) {
+    not_null(s.encode_scale, "scale.encode_scale (NVFP4's S, device memory)");
+    return aligned(s.encode_scale, 4, "scale.encode_scale", "a float");
+  }
+  checker& scale(global_scale::per_group s) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per group, device memory)");
+    return aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+  }
+  checker& scale(global_scale::per_row s, cuda::std::int64_t padded_rows) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per row, device memory)");
+    aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+    return grid(padded_rows, "padded rows of the output layout (one CTA each)");
   }
 
   /// 32-bit grids: `threads` below 2^31 - 256.
@@ -252,7 +137,15 @@ class checker {
 inline result cuda_failure(cudaError_t err, const char* entry_point = "fp4fuse") {
   (void)cudaGetLastError();  // the error is reported here, not left for the caller's next check
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || err == cudaErrorDevicesUnavailable) {
-    result r = result::with(status::no_device, "%s: no usable CUDA device (%s)", entry_point, cudaGetErrorString(err));
+    // The runtime reports a missing driver as an insufficient one: tell the two apart.
+    int driver = 0;
+    const bool no_driver = err == cudaErrorInsufficientDriver && (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0);
+    (void)cudaGetLastError();
+    result r = no_driver ? result::with(status::no_device, "%s: no usable CUDA device (no CUDA driver is installed)", entry_point)
+               : err == cudaErrorInsufficientDriver
+                   ? result::with(status::no_device, "%s: no usable CUDA device (the driver supports CUDA %d.%d; this build needs %d.%d or newer)",
+                                  entry_point, driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10)
+                   : result::with(status::no_device, "%s: no usable CUDA device (%s)", entry_point, cudaGetErrorString(err));
     r.cuda = err;
     return r;
   }
@@ -292,3 +185,4 @@ inline result launch(void (*kernel)(Params...), cuda::std::int64_t blocks, int t
 }
 
 }  // namespace fp4fuse::detail
+
