@@ -175,7 +175,7 @@ int run(const options& o, const Activation& act) {
   const double t3 = time_us(o.reps, [&] { check_result(fp4fuse::gemm::moe::run_fused(in, out, gs, act), "flow 3"); });
   const double t1 = time_us(o.reps, [&] {
     check_result(fp4fuse::gemm::moe::run_bf16(in, gu, E, d_offsets), "flow 1 GEMM");
-    check_result(fp4fuse::swiglu_quantize<l1_gemm::gate_up>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act), "flow 1 swiglu_quantize");
+    check_result(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act), "flow 1 swiglu_quantize");
   });
   const double nvfp4_bytes = double(rows) * I / 2 + double(host_layout.size_bytes());
   std::printf("\n| flow | time us | bytes written | codes differing from float64 | rel. RMS error (reference's own) | scale padding 0x00 |\n");

@@ -50,6 +50,11 @@ __device__ __forceinline__ void store_row(const Row& q, uint32_t* packed, uint8_
   *amax = q.amax();
 }
 
+// The description's type spelled out: clang-CUDA treats deduction guides as host functions, so
+// class template argument deduction of fused_epilogue fails in its device code (nvcc accepts it).
+template <class Format, class Activation, class GateUp, class Bias>
+using op_t = fp4fuse::fused_epilogue<Format, fp4fuse::sink::hand_back, Activation, GateUp, Bias>;
+
 // The row form through the library's description (fused_epilogue, sink::hand_back) at origin
 // {0, 0}: the bias pointer is relative to the thread's segment, as the library's column_bias is to
 // the gate/up column of the origin. A null bias selects no_bias (nothing added).
@@ -58,11 +63,11 @@ __device__ __forceinline__ void row_interleaved(const float* acc, const float* b
                                                 uint32_t* packed, uint8_t* scales, float* amax) {
   const fp4fuse::tile_origin origin{0, 0};
   if (bias != nullptr) {
-    const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::interleaved<8>{},
-                                     fp4fuse::column_bias{bias, bias_count}};
+    const op_t<Format, Activation, fp4fuse::gate_up::interleaved<8>, fp4fuse::column_bias> op{
+        codec_of<Format>(S), {}, Activation{}, {}, fp4fuse::column_bias{bias, bias_count}};
     store_row(fp4fuse::row_epilogue(op, as_array<2 * Out>(acc), origin), packed, scales, amax);
   } else {
-    const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::interleaved<8>{}};
+    const op_t<Format, Activation, fp4fuse::gate_up::interleaved<8>, fp4fuse::no_bias> op{codec_of<Format>(S), {}, Activation{}};
     store_row(fp4fuse::row_epilogue(op, as_array<2 * Out>(acc), origin), packed, scales, amax);
   }
 }
@@ -82,7 +87,7 @@ __device__ __forceinline__ void row_separate(const float* gate, const float* up,
     g[j] = gb.add(gate[j], j);
     u[j] = ub.add(up[j], j);
   }
-  const fp4fuse::fused_epilogue op{codec_of<Format>(S), fp4fuse::sink::hand_back{}, Activation{}, fp4fuse::gate_up::separate{}};
+  const op_t<Format, Activation, fp4fuse::gate_up::separate, fp4fuse::no_bias> op{codec_of<Format>(S), {}, Activation{}};
   store_row(fp4fuse::row_epilogue(op, g, u, fp4fuse::tile_origin{0, 0}), packed, scales, amax);
 }
 

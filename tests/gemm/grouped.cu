@@ -307,13 +307,13 @@ TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_devi
   }
   using offset_bound = fp4fuse::scale_layout::expert_start::offset_bound;
   const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
-  const moe::inputs in{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
+  const gmoe::inputs in{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
                        nullptr};
-  const moe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
+  const gmoe::grouped_output<offset_bound> out{static_cast<std::uint8_t*>(fake(0x300000)), 40, static_cast<std::uint8_t*>(fake(0x400000)),
                                               {64, 5, 8, static_cast<const std::int32_t*>(fake(0x800000))}};
-  for (const moe::global_scales S : {moe::global_scales(fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))}),
-                                     moe::global_scales(fp4fuse::global_scale::per_group{static_cast<const float*>(fake(0x500000))})}) {
-    const fp4fuse::result r = moe::run_fused(in, out, S, fp4fuse::activation::swiglu{});
+  for (const gmoe::global_scales S : {gmoe::global_scales(fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))}),
+                                     gmoe::global_scales(fp4fuse::global_scale::per_group{static_cast<const float*>(fake(0x500000))})}) {
+    const fp4fuse::result r = gmoe::run_fused(in, out, S, fp4fuse::activation::swiglu{});
     INFO(r.message());
     CHECK(r.code == fp4fuse::status::no_device);
     CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
