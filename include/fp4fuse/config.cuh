@@ -13,7 +13,9 @@
 // The toolkit version: nvcc defines __CUDACC_VER_*; clang in CUDA mode does not, but its CUDA
 // wrapper headers include cuda.h, whose CUDA_VERSION is 1000 * major + 10 * minor.
 #if defined(__CUDACC_VER_MAJOR__)
+/// The CUDA toolkit's major version (nvcc's __CUDACC_VER_MAJOR__, or CUDA_VERSION under clang).
 #  define FP4FUSE_CUDA_VERSION_MAJOR __CUDACC_VER_MAJOR__
+/// The CUDA toolkit's minor version.
 #  define FP4FUSE_CUDA_VERSION_MINOR __CUDACC_VER_MINOR__
 #elif defined(__clang__) && defined(__CUDA__) && defined(CUDA_VERSION)
 #  define FP4FUSE_CUDA_VERSION_MAJOR (CUDA_VERSION / 1000)

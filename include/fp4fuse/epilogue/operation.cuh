@@ -91,8 +91,10 @@ struct staged {
 /// Nothing stored: the adapter returns the quantized blocks.
 struct hand_back {};
 
+/// `sink::direct{out}` deduces the output's format and layout.
 template <class Format, class Layout>
 direct(quantized_matrix<Format, Layout>) -> direct<Format, Layout>;
+/// `sink::staged{out, staging}` deduces the output's format and layout.
 template <class Format, class Layout>
 staged(quantized_matrix<Format, Layout>, void*) -> staged<Format, Layout>;
 
@@ -181,12 +183,19 @@ struct fused_epilogue {
                 "fused_epilogue: Intermediate must be intermediate::fp32 or intermediate::bf16");
   static_assert(!(cuda::std::is_same_v<Sink, sink::hand_back> && cuda::std::is_same_v<Amax, output_amax::global>),
                 "fused_epilogue: with sink::hand_back the amax partials come with the returned blocks (their bounds are the caller's); output_amax::global needs sink::direct or sink::staged");
+  /// The format (and recipe).
   using format_type = Format;
+  /// The sink.
   using sink_type = Sink;
+  /// The gated activation.
   using activation_type = Activation;
+  /// The gate/up source.
   using gate_up_type = GateUp;
+  /// The bias type.
   using bias_type = Bias;
+  /// The output-amax kind.
   using amax_type = Amax;
+  /// The intermediate rounding.
   using intermediate_type = Intermediate;
   /// The format's codec, built from the global encode scale (NVFP4) or without one (MXFP4).
   block_codec<Format> codec;
@@ -210,16 +219,24 @@ struct fused_epilogue {
   }
 };
 
+/// Deduction of the description from its members' values (a braced `fused_epilogue{codec, sink, ...}`):
+/// the codec gives the format; each further value its parameter. nvcc only: clang-CUDA treats
+/// deduction guides as host functions, so spell the type out in clang device code.
 template <class F, class S>
 fused_epilogue(block_codec<F>, S) -> fused_epilogue<F, S>;
+/// As above, with further members.
 template <class F, class S, class A>
 fused_epilogue(block_codec<F>, S, A) -> fused_epilogue<F, S, A>;
+/// As above, with further members.
 template <class F, class S, class A, class G>
 fused_epilogue(block_codec<F>, S, A, G) -> fused_epilogue<F, S, A, G>;
+/// As above, with further members.
 template <class F, class S, class A, class G, class B>
 fused_epilogue(block_codec<F>, S, A, G, B) -> fused_epilogue<F, S, A, G, B>;
+/// As above, with further members.
 template <class F, class S, class A, class G, class B, class M>
 fused_epilogue(block_codec<F>, S, A, G, B, M) -> fused_epilogue<F, S, A, G, B, M>;
+/// As above, with further members.
 template <class F, class S, class A, class G, class B, class M, class R>
 fused_epilogue(block_codec<F>, S, A, G, B, M, R) -> fused_epilogue<F, S, A, G, B, M, R>;
 

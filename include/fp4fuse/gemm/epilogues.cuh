@@ -113,6 +113,7 @@ struct swiglu_nvfp4 {
   /// 4 scale columns of 32 gate/up columns each.
   static constexpr index_t padding_cols = fp4fuse::scale_layout::swizzled_128x4::col_tile * 2 * format::block_size;
 
+  /// The library's fused-epilogue description this binding builds per call.
   using operation = fp4fuse::fused_epilogue<format, fp4fuse::sink::direct<format, fp4fuse::scale_layout::swizzled_128x4>, Activation, gate_up,
                                             fp4fuse::no_bias, fp4fuse::output_amax::none, Intermediate>;
 
