@@ -17,6 +17,11 @@ text = open(source).read()
 cases = re.findall(r"#(?:el)?if CASE == (\d+)\s*//\s*expect:\s*(.+)", text)
 if not cases:
     sys.exit("no cases found")
+numbers = [n for n, _ in cases]
+repeated = sorted({n for n in numbers if numbers.count(n) > 1}, key=int)
+if repeated:
+    sys.exit(f"static_errors.py: case numbers {', '.join(repeated)} appear more than once in {source}: "
+             "each case needs its own number (only the first of a repeated number would be compiled)")
 failures = 0
 for number, expected in cases:
     expected = expected.strip()

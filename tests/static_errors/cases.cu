@@ -105,13 +105,13 @@ __global__ void format_mismatch(const float* S, fp4fuse::quantized_matrix<fmt::m
   float acc[64] = {};  // an NVFP4 codec for an MXFP4 output, through the wgmma form
   fp4fuse::wgmma_epilogue(fp4fuse::fused_epilogue{nvfp4_te(*S), fp4fuse::sink::direct{out}}, acc, {0, 0});
 }
-#elif CASE == 28  // expect: mma_epilogue: sink::staged copies 16-byte rows: NVFP4 needs Tiles a multiple of 8
+#elif CASE == 35  // expect: mma_epilogue: sink::staged copies 16-byte rows: NVFP4 needs Tiles a multiple of 8
 __global__ void staged_one_block(const float* S, fp4fuse::quantized_matrix<fmt::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out) {
   __shared__ alignas(16) unsigned char staging[fp4fuse::mma_staging_bytes<4>];
   float acc[4][4] = {};  // one NVFP4 block per row: 8-byte rows
   fp4fuse::mma_epilogue(fp4fuse::fused_epilogue{nvfp4_te(*S), fp4fuse::sink::staged{out, staging}}, acc, {0, 0});
 }
-#elif CASE == 29  // expect: mma_epilogue_host: the host twin writes its output: sink::direct or sink::staged
+#elif CASE == 36  // expect: mma_epilogue_host: the host twin writes its output: sink::direct or sink::staged
 void twin_hand_back() {
   static float acc[32][8][4];
   fp4fuse::mma_epilogue_host(fp4fuse::fused_epilogue{nvfp4_te(1.0f), fp4fuse::sink::hand_back{}}, acc, {0, 0});
