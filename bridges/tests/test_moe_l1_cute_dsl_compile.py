@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Compiles the CuTe DSL MoE L1 example (bridges/python/examples/moe_l1_cute_dsl.py) without a GPU
+(CUTE_DSL_ARCH): its three warp-specialized TMA + wgmma GEMMs (fp32 out, bf16 out, fused SwiGLU ->
+NVFP4) for sm_90a, and its epilogue kernel for sm_90a and sm_100a (wgmma is sm_90a-only). Checks the
+PTX: the target, no `call` and no `.extern .func` (the bridge linked and inlined), no local memory,
+wgmma + TMA loads + setmaxnreg in every GEMM, TMA stores in the two dense GEMMs and none in the
+fused one, and the hardware `cvt.rn.satfinite.e2m1x2` in the sm_100a epilogue only. SKIP (77)
+without nvidia-cutlass-dsl or the bitcode."""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "python", "examples", "moe_l1_cute_dsl.py")
+
+
+def skip(msg):
+    print("SKIP: " + msg)
+    sys.exit(77)
+
+
+def compile_for(arch, which):
+    env = dict(os.environ, CUTE_DSL_ARCH=arch)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "python"), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-W", "ignore", EXAMPLE, "--compile-only", which], env=env, capture_output=True,
+                       text=True, timeout=900)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    if r.returncode != 0 or not lines:
+        print(f"FAIL: compiling the example's {which} for {arch} failed (rc {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        sys.exit(1)
+    return json.loads(lines[-1])
+
+
+def main():
+    try:
+        import cutlass  # noqa: F401
+    except ImportError:
+        skip("nvidia-cutlass-dsl is not installed (pip install 'nvidia-cutlass-dsl==4.8.1')")
+    bc = os.environ.get("FP4FUSE_BITCODE_DIR")
+    if not bc or not os.path.exists(os.path.join(bc, "fp4fuse_sm90a.bc")):
+        skip(f"no bitcode in FP4FUSE_BITCODE_DIR={bc!r} (meson compile fp4fuse_bitcode)")
+    fails, checks = [], 0
+
+    def expect(ok, what):
+        nonlocal checks
+        checks += 1
+        if not ok:
+            fails.append(what)
+
+    gemms = compile_for("sm_90a", "gemm")
+    for name in ("fp32", "bf16", "nvfp4"):
+        f = gemms.get(name)
+        expect(f is not None, f"{name}: not compiled")
+        if f is None:
+            continue
+        print(f"sm_90a GEMM {name}: {json.dumps(f)[:400]}")
+        expect(f["target"] == ["sm_90a"], f"{name}: PTX target {f['target']}, not sm_90a")
+        expect(len(f["entries"]) == 1, f"{name}: {len(f['entries'])} kernels, not 1")
+        expect(f["calls"] == 0, f"{name}: {f['calls']} calls left (the bridge not inlined)")
+        expect(f["externs"] == [], f"{name}: unresolved externs {f['externs']}")
+        expect(f["local"] == 0, f"{name}: {f['local']} local-memory accesses (register spills or fragments in memory)")
+        expect(f["wgmma"] > 0, f"{name}: no wgmma")
+        expect(f["tma_load"] > 0, f"{name}: no TMA load")
+        expect(f["setmaxnreg"] > 0, f"{name}: no setmaxnreg (warp specialization)")
+        expect(f["e2m1_cvt"] == 0, f"{name}: hardware E2M1 cvt on sm_90a (ptxas would reject it)")
+        expect((f["tma_store"] > 0) == (name != "nvfp4"), f"{name}: {f['tma_store']} TMA stores")
+    for arch in ("sm_90a", "sm_100a"):
+        f = compile_for(arch, "epilogue")["epilogue"]
+        print(f"{arch} epilogue: {json.dumps(f)[:400]}")
+        expect(f["target"] == [arch], f"epilogue {arch}: PTX target {f['target']}")
+        expect(f["calls"] == 0 and f["externs"] == [], f"epilogue {arch}: calls {f['calls']}, externs {f['externs']}")
+        expect(f["local"] == 0, f"epilogue {arch}: {f['local']} local-memory accesses")
+        if arch == "sm_100a":
+            expect(f["e2m1_cvt"] >= 8, f"epilogue sm_100a: {f['e2m1_cvt']} hardware E2M1 cvt, expected >= 8 (16 values per block)")
+        else:
+            expect(f["e2m1_cvt"] == 0, f"epilogue sm_90a: {f['e2m1_cvt']} hardware E2M1 cvt, expected the software path")
+    if fails:
+        print("FAIL: " + "; ".join(fails))
+        return 1
+    print(f"PASS: {checks} checks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
