@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Compiles the CuTe DSL MoE L1 example (bridges/python/examples/moe_l1_cute_dsl.py) without a GPU
-(CUTE_DSL_ARCH): its three warp-specialized TMA + wgmma GEMMs (fp32 out, bf16 out, fused SwiGLU ->
-NVFP4) for sm_90a, and its epilogue kernel for sm_90a and sm_100a (wgmma is sm_90a-only). Checks the
+"""Compiles the CuTe DSL MoE L1 examples (bridges/python/examples/moe_l1_cute_dsl.py and its
+ping-pong variant moe_l1_cute_dsl_pingpong.py) without a GPU (CUTE_DSL_ARCH): their warp-specialized
+TMA + wgmma GEMMs (fp32 out, bf16 out, fused SwiGLU -> NVFP4; the ping-pong one at its four tile
+shapes) for sm_90a, and the epilogue kernel for sm_90a and sm_100a (wgmma is sm_90a-only). Checks the
 PTX: the target, no `call` and no `.extern .func` (the bridge linked and inlined), no local memory,
 wgmma + TMA loads + setmaxnreg in every GEMM, TMA stores in the two dense GEMMs and none in the
 fused one, and the hardware `cvt.rn.satfinite.e2m1x2` in the sm_100a epilogue only. SKIP (77)
@@ -10,9 +11,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLE = os.path.join(HERE, "..", "python", "examples", "moe_l1_cute_dsl.py")
+EXAMPLES = os.path.join(HERE, "..", "python", "examples")
 
 
 def skip(msg):
@@ -20,11 +22,12 @@ def skip(msg):
     sys.exit(77)
 
 
-def compile_for(arch, which):
+def compile_for(arch, which, example="moe_l1_cute_dsl.py"):
     env = dict(os.environ, CUTE_DSL_ARCH=arch)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "python"), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, "-W", "ignore", EXAMPLE, "--compile-only", which], env=env, capture_output=True,
-                       text=True, timeout=900)
+    # in a scratch directory: --keep-ptx writes the PTX files into the working directory
+    r = subprocess.run([sys.executable, "-W", "ignore", os.path.join(EXAMPLES, example), "--compile-only", which], env=env,
+                       capture_output=True, text=True, timeout=900, cwd=tempfile.mkdtemp())
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     if r.returncode != 0 or not lines:
         print(f"FAIL: compiling the example's {which} for {arch} failed (rc {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -49,11 +52,11 @@ def main():
             fails.append(what)
 
     gemms = compile_for("sm_90a", "gemm")
-    for name in ("fp32", "bf16", "nvfp4"):
-        f = gemms.get(name)
-        expect(f is not None, f"{name}: not compiled")
-        if f is None:
-            continue
+    expect(sorted(gemms) == ["bf16", "fp32", "nvfp4"], f"cooperative GEMM variants {sorted(gemms)}")
+    pingpong = compile_for("sm_90a", "gemm", "moe_l1_cute_dsl_pingpong.py")
+    expect(len(pingpong) == 12, f"{len(pingpong)} ping-pong GEMM variants compiled, expected 12 (3 outputs x 4 tiles)")
+    gemms.update({"pingpong_" + k: v for k, v in pingpong.items()})
+    for name, f in sorted(gemms.items()):
         print(f"sm_90a GEMM {name}: {json.dumps(f)[:400]}")
         expect(f["target"] == ["sm_90a"], f"{name}: PTX target {f['target']}, not sm_90a")
         expect(len(f["entries"]) == 1, f"{name}: {len(f['entries'])} kernels, not 1")
@@ -64,7 +67,7 @@ def main():
         expect(f["tma_load"] > 0, f"{name}: no TMA load")
         expect(f["setmaxnreg"] > 0, f"{name}: no setmaxnreg (warp specialization)")
         expect(f["e2m1_cvt"] == 0, f"{name}: hardware E2M1 cvt on sm_90a (ptxas would reject it)")
-        expect((f["tma_store"] > 0) == (name != "nvfp4"), f"{name}: {f['tma_store']} TMA stores")
+        expect((f["tma_store"] > 0) == ("nvfp4" not in name), f"{name}: {f['tma_store']} TMA stores")
     for arch in ("sm_90a", "sm_100a"):
         f = compile_for(arch, "epilogue")["epilogue"]
         print(f"{arch} epilogue: {json.dumps(f)[:400]}")

@@ -28,7 +28,8 @@ benchmark read BF16 gate/up (rounded by the GEMM's store): their bits differ, by
 
     python moe_l1_cute_dsl.py LIBREF.so --check [--sizes 64,200,512,4096]
     python moe_l1_cute_dsl.py LIBREF.so --bench [--sizes 64,512,4096,16384] [--out table.md]
-    CUTE_DSL_ARCH=sm_90a python moe_l1_cute_dsl.py --compile-only   # no GPU: compile, print PTX facts
+    CUTE_DSL_ARCH=sm_90a python moe_l1_cute_dsl.py --compile-only gemm       # no GPU: the 3 GEMMs (sm_90a only)
+    CUTE_DSL_ARCH=sm_100a python moe_l1_cute_dsl.py --compile-only epilogue  # the epilogue kernel (sm_90a, sm_100a)
 
 LIBREF.so: moe_l1_cute_dsl_ref.cu built with nvcc (the C++ library's swiglu_quantize).
 """
