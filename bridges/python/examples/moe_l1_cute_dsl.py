@@ -581,24 +581,86 @@ def check(run, ref, seed, sizes):
     return bad
 
 
-def medians_us(torch, fns, reps, flush):
-    """Median of each function in interleaved rounds (the L2 flushed before each launch) after two
+class DeviceTimer:
+    """Device time of one call, the L2 flushed first, with the host's enqueue time kept out.
+
+    Each timed call is: `flush()` (the inputs leave the L2), a guard kernel (`torch.cuda._sleep`,
+    one thread spinning GUARD_US on the GPU), the start event, the contender, the end event, then a
+    synchronize. Why the guard: without it the GPU reaches the start event as soon as the flush ends,
+    and whatever the host still does before the kernel is enqueued (argument checks, the DSL's
+    argument marshalling, ctypes, torch's allocator and cuBLAS dispatch) is GPU idle time inside the
+    timed interval; contenders with more Python per call would look slower. With the guard the whole
+    contender is enqueued while the GPU still spins, so the interval holds only the device work (its
+    kernels back to back, plus the in-stream launch gaps between them). Every enqueue is timed on the
+    host too and compared with the guard: `short` counts calls whose enqueue outlasted it (then that
+    sample could again hold idle time; the benchmark reports the count).
+    """
+
+    GUARD_US = 1000.0
+
+    def __init__(self, torch, flush):
+        self.torch, self.flush = torch, flush
+        # cycles of the SM clock: 2000 per us makes the guard at least GUARD_US at any clock up to
+        # 2 GHz (the H200's maximum is 1980 MHz)
+        self.guard_cycles = int(self.GUARD_US * 2000)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flush()
+        s.record()
+        torch.cuda._sleep(self.guard_cycles)
+        e.record()
+        e.synchronize()
+        self.guard_us = s.elapsed_time(e) * 1000
+        s.record()
+        flush()
+        e.record()
+        e.synchronize()
+        self.flush_us = s.elapsed_time(e) * 1000
+        self.calls = self.short = 0
+
+    def one(self, fn, guard=True):
+        """(device us between the events, host us from the guard's launch to fn's return)."""
+        torch = self.torch
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush()
+        h0 = time.perf_counter()
+        if guard:
+            torch.cuda._sleep(self.guard_cycles)
+        s.record()
+        fn()
+        e.record()
+        host = (time.perf_counter() - h0) * 1e6
+        e.synchronize()
+        if guard:
+            self.calls += 1
+            self.short += host > self.GUARD_US
+        return s.elapsed_time(e) * 1000, host
+
+
+def medians_us(timer, fns, reps):
+    """Median device time of each function (DeviceTimer, guarded) in interleaved rounds after two
     warm-up rounds."""
     for _ in range(2):
         for fn in fns:
             fn()
-    torch.cuda.synchronize()
+    timer.torch.cuda.synchronize()
     ts = [[] for _ in fns]
     for _ in range(reps):
         for i, fn in enumerate(fns):
-            flush()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            ts[i].append(s.elapsed_time(e) * 1000)
+            ts[i].append(timer.one(fn)[0])
     return [statistics.median(t) for t in ts]
+
+
+def timing_probe(timer, named, reps, label):
+    """The evidence for the guard: per contender the median host enqueue time, and the median timed
+    the old way (start event right after the flush, no guard) next to the guarded one. Where the
+    enqueue outlasts the flush's own GPU time the old way includes idle GPU time."""
+    parts = []
+    for name, fn in named:
+        un, host = zip(*[timer.one(fn, guard=False) for _ in range(reps)])
+        gd = [timer.one(fn)[0] for _ in range(reps)]
+        parts.append(f"{name} host {statistics.median(host):.1f} / unguarded {statistics.median(un):.1f} / "
+                     f"guarded {statistics.median(gd):.1f}")
+    print(f"  timing {label} (us; flush {timer.flush_us:.1f}, guard {timer.guard_us:.0f} on the GPU): " + "; ".join(parts), flush=True)
 
 
 def bench(run, ref, sizes, reps, seed):
@@ -608,6 +670,8 @@ def bench(run, ref, sizes, reps, seed):
 
     def flush():  # the inputs leave the L2 (50 MB on the H200) before every timed launch
         flush_buf.view(torch.int64).sum()
+
+    timer = DeviceTimer(torch, flush)
 
     rows = []
     for model, (H, I, act) in MODELS.items():
@@ -629,8 +693,10 @@ def bench(run, ref, sizes, reps, seed):
 
             fused = lambda: run.fused(x, w, packed, scales, S, act)
             twin = lambda: run.dense(x, w, gu)
-            t_f, t_b, t_bs, t_cs = medians_us(torch, [fused, twin, lambda: (twin(), sq(gu)), lambda: sq(torch.matmul(x, wt))],
-                                              reps, flush)
+            contenders = [fused, twin, lambda: (twin(), sq(gu)), lambda: sq(torch.matmul(x, wt))]
+            t_f, t_b, t_bs, t_cs = medians_us(timer, contenders, reps)
+            timing_probe(timer, zip(("fused", "BF16-out", "BF16 + sq", "cuBLAS + sq"), contenders), max(5, reps // 3),
+                         f"{model} T={T}")
             tflops = 2.0 * T * 2 * I * H / t_f / 1e6
             rows.append((model, T, t_f, tflops, t_b, t_bs, t_cs))
             print(f"{model} T={T}: fused {t_f:.1f} us ({tflops:.0f} TFLOP/s), DSL BF16-out {t_b:.1f} ({t_f / t_b:.3f}x), "
@@ -638,6 +704,8 @@ def bench(run, ref, sizes, reps, seed):
             del x, gu, packed, scales
         del w, wt
         torch.cuda.empty_cache()
+    print(f"guard: {timer.calls} timed calls, {timer.short} enqueued in more than {timer.GUARD_US:.0f} us "
+          f"(0: every sample is device time only)", flush=True)
     return rows
 
 

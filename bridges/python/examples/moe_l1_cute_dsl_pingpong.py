@@ -2,12 +2,12 @@
 """The ping-pong variant of moe_l1_cute_dsl.py (same problem, same epilogues, same check and
 benchmark; the nvcc reference, the models and the epilogue kernel are imported from it).
 
-STATUS: a first version ran on the H200 (2026-12-01) and was bit-identical wherever a CTA had at
-most one tile per consumer warp group (DeepSeek-V3 T = 64 at 128x128, T = 200 at 64x256); with two
-or more it failed (cudaErrorLaunchFailure): the second group waited on stages of its tile by
-mbarrier phase parity while the first group's whole tile lay between, so an earlier fill looked
-complete. The mainloop turn (named barriers 3 and 4 below) fixes that; it is compiled and its PTX
-checked (bridges_moe_l1_cute_dsl_compile), NOT run on a GPU yet. Run its --check before trusting it.
+STATUS: ran on the H200 (2026-12-01). A first version was bit-identical wherever a CTA had at
+most one tile per consumer warp group and failed (cudaErrorLaunchFailure) with two or more: the
+second group waited on stages of its tile by mbarrier phase parity while the first group's whole
+tile lay between, so an earlier fill looked complete. With the mainloop turn (named barriers 3 and
+4 below) --check passed at both models, T = 64, 200, 512, 4096, all four tile shapes (64x64 at
+T = 4096: many tiles per group), 0 bytes differ (seed 1033780374). Timing: bench/results/cute2.md.
 
 The GEMM: TMA loads into a shared-memory pipeline (PipelineTmaAsync, 4 to 12 stages of 64-deep
 k-tiles), one producer warp (warp group 0, registers given away with setmaxnreg) and two consumer
@@ -44,8 +44,8 @@ from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
 from fp4fuse import cute_dsl as f4
 # shared with the cooperative example: models, the nvcc reference, the epilogue kernel, PTX facts, timing
-from moe_l1_cute_dsl import (ACT_CODE, MODELS, Reference, epilogue_host, epilogue_only, interleave8, medians_us,
-                             ptx_facts)
+from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, Reference, epilogue_host, epilogue_only, interleave8,
+                             medians_us, ptx_facts, timing_probe)
 
 TILE_K = 64
 EPI_M, EPI_N = 64, 32  # one epilogue piece: 64 rows x one NVFP4 block (32 interleaved gate/up columns -> 16 outputs)
@@ -526,6 +526,8 @@ def bench(run, ref, sizes, reps, seed):
     def flush():  # the inputs leave the L2 (50 MB on the H200) before every timed launch
         flush_buf.view(torch.int64).sum()
 
+    timer = DeviceTimer(torch, flush)
+
     rows = []
     for model, (H, I, act) in MODELS.items():
         w = interleave8(torch.randn(2 * I, H, device="cuda", dtype=torch.bfloat16, generator=gen).mul_(H ** -0.5))
@@ -546,14 +548,16 @@ def bench(run, ref, sizes, reps, seed):
 
             fused = lambda t: (lambda: run.fused(x, w, packed, scales, S, act, t))
             twin = lambda t: (lambda: run.dense(x, w, gu, t))
-            tune = medians_us(torch, [fused(t) for t in TILES] + [twin(t) for t in TILES], max(5, reps // 2), flush)
+            tune = medians_us(timer, [fused(t) for t in TILES] + [twin(t) for t in TILES], max(5, reps // 2))
             tf_all, tb_all = tune[:len(TILES)], tune[len(TILES):]
             for t, a_, b_ in zip(TILES, tf_all, tb_all):
                 print(f"  tune {model} T={T} {t[0]}x{t[1]}: fused {a_:.1f} us, BF16-out {b_:.1f} us ({a_ / b_:.3f}x)", flush=True)
             cf = TILES[min(range(len(TILES)), key=lambda i: tf_all[i])]
             cb = TILES[min(range(len(TILES)), key=lambda i: tb_all[i])]
-            t_f, t_b, t_bb, t_bs, t_cs = medians_us(
-                torch, [fused(cf), twin(cf), twin(cb), lambda: (twin(cb)(), sq(gu)), lambda: sq(torch.matmul(x, wt))], reps, flush)
+            contenders = [fused(cf), twin(cf), twin(cb), lambda: (twin(cb)(), sq(gu)), lambda: sq(torch.matmul(x, wt))]
+            t_f, t_b, t_bb, t_bs, t_cs = medians_us(timer, contenders, reps)
+            timing_probe(timer, zip(("fused", "BF16-out", "fastest BF16-out", "BF16 + sq", "cuBLAS + sq"), contenders),
+                         max(5, reps // 3), f"{model} T={T}")
             tflops = 2.0 * T * 2 * I * H / t_f / 1e6
             rows.append((model, T, cf, t_f, tflops, t_b, cb, t_bb, t_bs, t_cs))
             print(f"{model} T={T}: fused {cf} {t_f:.1f} us ({tflops:.0f} TFLOP/s), DSL BF16-out same tile {t_b:.1f} "
@@ -562,6 +566,8 @@ def bench(run, ref, sizes, reps, seed):
             del x, gu, packed, scales
         del w, wt
         torch.cuda.empty_cache()
+    print(f"guard: {timer.calls} timed calls, {timer.short} enqueued in more than {timer.GUARD_US:.0f} us "
+          f"(0: every sample is device time only)", flush=True)
     return rows
 
 
