@@ -32,6 +32,11 @@ benchmark read BF16 gate/up (rounded by the GEMM's store): their bits differ, by
     CUTE_DSL_ARCH=sm_100a python moe_l1_cute_dsl.py --compile-only epilogue  # the epilogue kernel (sm_90a, sm_100a)
 
 LIBREF.so: moe_l1_cute_dsl_ref.cu built with nvcc (the C++ library's swiglu_quantize).
+
+--bench times device work only (DeviceTimer below: an L2 flush, then a guard kernel that holds the
+GPU while the host enqueues the contender, so no host Python falls inside the timed interval).
+moe_l1_cute_dsl_pingpong.py (two consumer groups on alternate tiles) is the faster example at
+T <= 4096 (H200 results: bench/results/cute2.md); this cooperative one is faster at T = 16384.
 """
 import argparse
 import ctypes
