@@ -7,7 +7,7 @@ for sm_90a and sm_100a (wgmma is sm_90a-only), and the Blackwell example's TMA +
 (fp32 out, bf16 out, fused) for sm_100a. Checks the PTX: the target, no `call` and no `.extern .func`
 (the bridge linked and inlined), no local memory, wgmma + TMA loads + setmaxnreg in every Hopper
 GEMM, TMA stores in the two dense Hopper GEMMs and none in the fused one, tcgen05.mma +
-tcgen05.ld 32x32b + tcgen05.wait::ld + TMA loads in every Blackwell GEMM, the hardware
+tcgen05.ld 32x32b + tcgen05.wait::ld + tcgen05.fence + TMA loads in every Blackwell GEMM, the hardware
 `cvt.rn.satfinite.e2m1x2` in the sm_100a epilogue and the Blackwell fused GEMM only; and that asking
 for the Blackwell example on sm_90a fails with its sentence, not a ptxas error. SKIP (77) without
 nvidia-cutlass-dsl or the bitcode."""
@@ -101,6 +101,8 @@ def main():
         # 8 pieces of 128 x 32 per 128 x 256 tile, each one 32x32b.x32 load and its wait
         expect(f["tcgen05_ld"] == 8, f"sm100_{name}: {f['tcgen05_ld']} tcgen05.ld 32x32b, expected 8")
         expect(f["tcgen05_wait_ld"] >= 8, f"sm100_{name}: {f['tcgen05_wait_ld']} tcgen05.wait::ld, expected one per load")
+        # after_thread_sync once the accumulator barrier passed; before/after around the dealloc barrier
+        expect(f["tcgen05_fence"] >= 3, f"sm100_{name}: {f['tcgen05_fence']} tcgen05.fence, expected 3")
         expect(f["tma_load"] > 0, f"sm100_{name}: no TMA load")
         expect(f["wgmma"] == 0, f"sm100_{name}: wgmma in a Blackwell kernel")
         if name == "nvfp4":

@@ -57,6 +57,7 @@ import cutlass.pipeline as pipeline
 import cutlass.utils as utils
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import Float32, Int32, Uint8, Uint32
+from cutlass._mlir.dialects import nvvm
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
@@ -240,6 +241,10 @@ class MoeL1GemmSm100:
 
         tmem.relinquish_alloc_permit()
         acc_pipe.consumer_wait(acc_cons)
+        # the PTX memory model's pattern for tcgen05 work handed between threads by a barrier:
+        # after_thread_sync on the waiting side orders this thread's tcgen05.ld after the MMAs
+        # (tcgen05.commit carries the matching before_thread_sync); the DSL's pipeline emits neither
+        _tcgen05_fence(after=True)
 
         # ---- epilogue: tensor memory -> registers, 128 x 32 at a time (tcgen05.ld 32x32b x32) ----
         t2r_atom = cute.make_copy_atom(tcgen05.copy.Ld32x32bOp(tcgen05.copy.Repetition.x32), self.acc_dtype)
@@ -278,7 +283,9 @@ class MoeL1GemmSm100:
                                      n_blocks, padded_blocks)
 
         # every thread's tensor-memory loads are done (tcgen05.wait::ld above) before the columns are freed
+        _tcgen05_fence(after=False)
         pipeline.NamedBarrier(barrier_id=2, num_threads=THREADS).arrive_and_wait()
+        _tcgen05_fence(after=True)
         tmem.free(tmem_ptr)
         if warp == 0:
             ab_producer.tail()
@@ -305,6 +312,11 @@ class MoeL1GemmSm100:
                     mScales[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
 
 
+def _tcgen05_fence(after):
+    """tcgen05.fence::after_thread_sync (after=True) or ::before_thread_sync."""
+    nvvm.tcgen05_fence(nvvm.Tcgen05FenceKind.AFTER_THREAD_SYNC if after else nvvm.Tcgen05FenceKind.BEFORE_THREAD_SYNC)
+
+
 def _check_row_mapping(t2r):
     """Trace-time proof of the mapping the epilogue relies on (one row's consecutive columns per
     thread, what the row form takes): the DSL's partition of a (128, 32) coordinate tensor by the
@@ -327,6 +339,7 @@ def ptx_facts_sm100(ptx):
              tcgen05_alloc=len(re.findall(r"tcgen05\.alloc\.", ptx)),
              tcgen05_commit=len(re.findall(r"tcgen05\.commit\.", ptx)),
              tcgen05_wait_ld=len(re.findall(r"tcgen05\.wait::ld", ptx)),
+             tcgen05_fence=len(re.findall(r"tcgen05\.fence::", ptx)),
              local_any=len(re.findall(r"\.local\b", ptx)))  # any local-memory declaration or access
     return f
 
