@@ -21,9 +21,12 @@
 #include "bench_support.cuh"
 #include "cublaslt_gemm.cuh"
 
-#include "../tests/cutlass/sm90_gemms.cuh"
-
+// Our grouped engine before CUTLASS: CUTLASS's cuda_host_adapter.hpp includes <cudaTypedefs.h>
+// inside namespace cutlass, so its include guard would hide the driver typedefs the engine's
+// launcher names (PFN_cuTensorMapEncodeTiled_v12000) from the global namespace.
 #include <fp4fuse/gemm/grouped.cuh>
+
+#include "../tests/cutlass/sm90_gemms.cuh"
 
 #include <cstring>
 #include <fstream>

@@ -10,7 +10,8 @@
 
 #include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
-#include <cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp>
+#include <cutlass/epilogue/fusion/callbacks.hpp>
+#include <cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp>
 
 #include "fp4fuse/cutlass/detail/library.hpp"
 
