@@ -62,13 +62,25 @@ struct Sm90SwiGluQuantize : detail::node_base<Op> {
   using Params = typename detail::node_base<Op>::Params;
   using detail::node_base<Op>::node_base;
 
+  // Its own tile state rather than detail::node_tile: deriving from that (the sm100 node's) put the
+  // MXFP4 cooperative kernel's state on the stack (224 bytes of local memory, sm_90a).
   template <class ThrCoordTensor, class TileCoord, int Threads>
-  struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks, detail::node_tile<Op, tile_m, tile_n, TileCoord> {
-    using Tile = detail::node_tile<Op, tile_m, tile_n, TileCoord>;
-    template <class... TileArgs>
-    CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, TileArgs const&... tile_args) : Tile(tile_args...), tCcD(tCcD) {}
+  struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks {
+    CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, cuda::std::int64_t first_row, cuda::std::int64_t first_col, TileCoord tile,
+                                          cuda::std::int64_t M, cuda::std::int64_t N, int thread_idx, Params const& params)
+        : tCcD(tCcD), first_row(first_row), first_col(first_col), tile(tile), M(M), N(N), thread_idx(thread_idx), params(params),
+          group(static_cast<int>(cute::get<3>(tile))), out(detail::library<Op>::group_output(params, group, M)),
+          codec(detail::library<Op>::codec(params, group)) {}
 
-    ThrCoordTensor tCcD;  // (R2S, R2S_M, R2S_N, EPI_M, EPI_N): the thread's coordinates relative to its first
+    ThrCoordTensor tCcD;                // (R2S, R2S_M, R2S_N, EPI_M, EPI_N): the thread's coordinates relative to its first
+    cuda::std::int64_t first_row, first_col;  // the thread's first accumulator's row and column in D (of its group)
+    TileCoord tile;                     // (m, n, k, l): l is the group of a grouped GEMM
+    cuda::std::int64_t M, N;
+    int thread_idx;
+    Params const& params;
+    int group;
+    typename detail::library<Op>::dense_output out;
+    typename detail::library<Op>::codec_type codec;
 
     template <class ElementAccumulator, class ElementInput, int FragmentSize>
     CUTLASS_DEVICE auto visit(cutlass::Array<ElementAccumulator, FragmentSize> const&, int, int, int,
@@ -103,20 +115,33 @@ struct Sm90SwiGluQuantize : detail::node_base<Op> {
         }
       }
       if (!layout_ok) __trap();
-      const int lane = this->thread_idx % 32;  // the fragment's first register sits at row lane / 4, column 2 (lane % 4)
-      const tile_origin origin{this->first_row + sub_m * epi_m - lane / 4, this->first_col + sub_n * epi_n - 2 * (lane % 4)};
-      detail::library<Op>::quantize_warp_tile(acc, origin, this->params, this->out, this->group, this->codec);
+      const int lane = thread_idx % 32;  // the fragment's first register sits at row lane / 4, column 2 (lane % 4)
+      const tile_origin origin{first_row + sub_m * epi_m - lane / 4, first_col + sub_n * epi_n - 2 * (lane % 4)};
+      detail::library<Op>::quantize_warp_tile(acc, origin, params, out, group, codec);
     }
 
-    CUTLASS_DEVICE void end() { this->pad_beyond_grid(Threads); }
+    CUTLASS_DEVICE void end() {
+      using namespace cute;
+      constexpr cuda::std::int64_t scale_tile_cols = tile_n / (2 * block_size);
+      const cuda::std::int64_t m0 = static_cast<cuda::std::int64_t>(get<0>(tile)) * tile_m;
+      const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(get<1>(tile)) * scale_tile_cols;
+      const scale_tile_grid grid{{tile_m, scale_tile_cols},
+                                 {(M + tile_m - 1) / tile_m * tile_m, (N + tile_n - 1) / tile_n * scale_tile_cols}};
+      detail::library<Op>::pad_beyond_grid(out, grid, scale_region{m0, c0, {tile_m, scale_tile_cols}}, thread_idx, Threads);
+    }
   };
 
   template <bool ReferenceSrc, class... Args>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const& args) {
+    using namespace cute;
     static_assert(ReferenceSrc, "fp4fuse Sm90SwiGluQuantize: the collective must reference the accumulator (copy source) layout");
-    constexpr int threads = decltype(cute::size(args.tiled_mma))::value;
+    auto [M, N, K, L] = args.problem_shape_mnkl;
+    // residue_tCcD = (M, N) - the thread's first coordinate.
+    const cuda::std::int64_t first_row = static_cast<cuda::std::int64_t>(M) - static_cast<cuda::std::int64_t>(get<0>(args.residue_tCcD));
+    const cuda::std::int64_t first_col = static_cast<cuda::std::int64_t>(N) - static_cast<cuda::std::int64_t>(get<1>(args.residue_tCcD));
+    constexpr int threads = decltype(size(args.tiled_mma))::value;
     using Callbacks = ConsumerStoreCallbacks<decltype(args.tCcD), decltype(args.tile_coord_mnkl), threads>;
-    return Callbacks(args.tCcD, args.problem_shape_mnkl, args.tile_coord_mnkl, args.residue_tCcD, args.thread_idx, this->params);
+    return Callbacks(args.tCcD, first_row, first_col, args.tile_coord_mnkl, M, N, args.thread_idx, this->params);
   }
 };
 
