@@ -7,14 +7,24 @@
 // over the BF16-out GEMM, and wins where the output store is a visible share (small H).
 //
 // Grouped (MoE): the ptr-array grouped GEMM with the node (its device-side problem setup from the
-// experts' offsets included in the time) against torch._grouped_mm (timed by
-// bench/torch_grouped_mm.py on the same counts) + swiglu_quantize on its BF16 output.
+// experts' offsets included in the time), with and without the output amax, against our own
+// grouped engine (fp4fuse::gemm::moe::run_fused, its plan chosen as bench_moe's is, on the same
+// routed rows, weights and offsets, in the same round robin) and torch._grouped_mm (timed by
+// bench/torch_grouped_mm.py on the same counts) + swiglu_quantize on its BF16 output. The node's
+// and the engine's outputs are compared byte for byte (a count, not a test: the two mainloops'
+// fp32 accumulators need not be bit-equal). Prediction for the amax: one warp max + one atomic per
+// warp and epilogue subtile, next to 8 cvt-free E2M1 encodes per block: at most 1-2%.
 //
 // usage: bench_cutlass [--reps N] [--quick]                  the dense table
 //        bench_cutlass --routings-out R.json                 writes the grouped configs (counts)
 //        bench_cutlass --grouped R.json TORCH.json [--reps N] the grouped table
 #include "bench_support.cuh"
 #include "cublaslt_gemm.cuh"
+
+// Our grouped engine before CUTLASS: CUTLASS's cuda_host_adapter.hpp includes <cudaTypedefs.h>
+// inside namespace cutlass, so its include guard would hide the driver typedefs the engine's
+// launcher names (PFN_cuTensorMapEncodeTiled_v12000) from the global namespace.
+#include <fp4fuse/gemm/grouped.cuh>
 
 #include "../tests/cutlass/sm90_gemms.cuh"
 
@@ -33,6 +43,9 @@ using L = fp4fuse::scale_layout::swizzled_128x4;
 using coop_node = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, node_op<nvfp4>, void>;
 using coop_bf16 = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
 using pp_node = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, node_op<nvfp4>, void>;
+// The cooperative node with the hardware exp and reciprocal (activation::swiglu_fast): how much of
+// the cooperative schedule's exposed epilogue is the exact SwiGLU's exp and IEEE division.
+using coop_fast = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, fp4fuse::cutlass_ext::SwiGluQuantize<nvfp4, fp4fuse::activation::swiglu_fast>, void>;
 using pp_bf16 = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
 
 /// Standard-normal BF16 (Box-Muller on a hash of the index), times `scale`.
@@ -128,7 +141,8 @@ int run_grouped(const char* routings, const char* torch_json) {
   int sms = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("bench_cutlass grouped: medians of %d round-robin runs (L2 flushed), microseconds\n", bench::g_reps);
-  std::printf("%-28s | %12s | %10s %8s %12s | %s\n", "config", "cutlass node", "torch_gmm", "swq", "torch + swq", "node / (torch + swq)");
+  std::printf("%-28s | %9s %9s %6s | %9s %10s | %9s %7s %11s | %10s | %s\n", "config", "node", "node+amax", "amax", "engine", "node/engine",
+              "torch_gmm", "swq", "torch + swq", "node/t+swq", "bytes node != engine");
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const grouped_config& c = configs[i];
     const int E = c.experts, K = c.H, N = c.N, I = N / 2;
@@ -172,23 +186,64 @@ int run_grouped(const char* routings, const char* torch_json) {
     f.out = {packed, I / 2, scales, layout};
     f.encode_scale = d_S;
     cutlass_launch<grouped_node> gn(grouped_node::arguments(E, p, f, sms));
-    const fp4fuse::quantized_matrix<nvfp4, L> dense_out{packed, I / 2, scales, dense_layout};
+    float* d_amax = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_amax, sizeof(float)));
+    CHECK_CUDA(cudaMemset(d_amax, 0, sizeof(float)));
+    typename grouped_node::FusionArguments fa = f;
+    fa.amax = d_amax;  // the same GEMM with the output amax (timing: its start value does not matter)
+    cutlass_launch<grouped_node> gna(grouped_node::arguments(E, p, fa, sms));
+    // Our own grouped engine on the same rows, weights and offsets, into its own output.
+    std::uint8_t *e_packed = nullptr, *e_scales = nullptr;
+    CHECK_CUDA(cudaMalloc(&e_packed, std::size_t(T) * I / 2));
+    CHECK_CUDA(cudaMalloc(&e_scales, layout.size_bytes()));
+    const fp4fuse::gemm::moe::inputs engine_in{{x, T, K, K}, w, nullptr};
+    const fp4fuse::gemm::moe::grouped_output<fp4fuse::scale_layout::expert_start::offset_bound> engine_out{e_packed, I / 2, e_scales, layout};
+    const fp4fuse::global_scale::per_tensor gs{d_S};
     const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
+    const fp4fuse::quantized_matrix<nvfp4, L> dense_out{packed, I / 2, scales, dense_layout};
     const std::vector<double> t = bench::time_round_robin({
         [&] {
           make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
           gn.run();
         },
+        [&] {
+          make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
+          gna.run();
+        },
+        [&] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{})); },
         [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); },
     });
     CHECK_CUDA(cudaDeviceSynchronize());
+    // One more of each into zeroed scale tensors (the engine clears its own; the node leaves the
+    // grouped layout's slack as it finds it), then every byte compared.
+    CHECK_CUDA(cudaMemset(scales, 0, layout.size_bytes()));
+    make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
+    gn.run();
+    CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{}));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::size_t packed_bytes = std::size_t(T) * I / 2, scale_bytes = layout.size_bytes();
+    std::vector<std::uint8_t> a(packed_bytes + scale_bytes), b(packed_bytes + scale_bytes);
+    CHECK_CUDA(cudaMemcpy(a.data(), packed, packed_bytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(a.data() + packed_bytes, scales, scale_bytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(b.data(), e_packed, packed_bytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(b.data() + packed_bytes, e_scales, scale_bytes, cudaMemcpyDeviceToHost));
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) differ += a[k] != b[k];
     const double torch_t = i < torch_us.size() ? torch_us[i] : -1.0;
+    char torch_cols[64], ratio_col[16];
     if (torch_t > 0) {
-      std::printf("%-28s | %12.1f | %10.1f %8.1f %12.1f | %.3f\n", c.name.c_str(), t[0], torch_t, t[1], torch_t + t[1], t[0] / (torch_t + t[1]));
+      std::snprintf(torch_cols, sizeof torch_cols, "%9.1f %7.1f %11.1f", torch_t, t[3], torch_t + t[3]);
+      std::snprintf(ratio_col, sizeof ratio_col, "%10.3f", t[0] / (torch_t + t[3]));
     } else {
-      std::printf("%-28s | %12.1f | %10s %8.1f %12s | -\n", c.name.c_str(), t[0], "n/a", t[1], "n/a");
+      std::snprintf(torch_cols, sizeof torch_cols, "%9s %7.1f %11s", "n/a", t[3], "n/a");
+      std::snprintf(ratio_col, sizeof ratio_col, "%10s", "-");
     }
+    std::printf("%-28s | %9.1f %9.1f %6.3f | %9.1f %10.3f | %s | %s | %zu of %zu\n", c.name.c_str(), t[0], t[1], t[1] / t[0], t[2], t[0] / t[2],
+                torch_cols, ratio_col, differ, a.size());
     std::fflush(stdout);
+    CHECK_CUDA(cudaFree(d_amax));
+    CHECK_CUDA(cudaFree(e_packed));
+    CHECK_CUDA(cudaFree(e_scales));
     for (void* q : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(d), static_cast<void*>(d_offsets), static_cast<void*>(d_S),
                     static_cast<void*>(packed), static_cast<void*>(scales), static_cast<void*>(p.shapes), static_cast<void*>(p.a),
                     static_cast<void*>(p.b), static_cast<void*>(p.stride_a), static_cast<void*>(p.stride_b), static_cast<void*>(p.stride_c),
@@ -242,8 +297,8 @@ int main(int argc, char** argv) {
   const int T_max = Ts.back();
   std::printf("bench_cutlass: medians of %d round-robin runs (L2 flushed), microseconds; node = fp4fuse SwiGLU->NVFP4 epilogue\n",
               bench::g_reps);
-  std::printf("%-12s %6s | %9s %9s %7s | %9s %9s %7s | %9s %9s | %s\n", "model", "T", "coop", "coop bf16", "ratio", "pp", "pp bf16",
-              "ratio", "cublas", "cub+swq", "best node / cublas");
+  std::printf("%-12s %6s | %9s %9s %7s | %9s %7s | %9s %9s %7s | %9s %7s | %9s %9s | %s\n", "model", "T", "coop", "coop bf16", "ratio",
+              "coop fast", "ratio", "pp", "pp bf16", "ratio", "pp+amax", "amax", "cublas", "cub+swq", "best node / cublas");
   for (const model& m : models) {
     const int K = m.H, N = m.N, I = N / 2;
     __nv_bfloat16 *x = nullptr, *w = nullptr, *d = nullptr;
@@ -257,6 +312,9 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&d_S, sizeof(float)));
     const float S = 400.0f;
     CHECK_CUDA(cudaMemcpy(d_S, &S, sizeof S, cudaMemcpyHostToDevice));
+    float* d_amax = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_amax, sizeof(float)));
+    CHECK_CUDA(cudaMemset(d_amax, 0, sizeof(float)));
     for (const int T : Ts) {
       const L layout{T, I / 16};
       std::uint8_t *packed = nullptr, *scales = nullptr;
@@ -271,6 +329,11 @@ int main(int argc, char** argv) {
       typename pp_node::FusionArguments pf{};
       pf.out = out;
       pf.encode_scale = d_S;
+      typename coop_fast::FusionArguments ff{};
+      ff.out = out;
+      ff.encode_scale = d_S;
+      typename pp_node::FusionArguments pfa = pf;
+      pfa.amax = d_amax;  // the ping-pong node with the output amax
       typename coop_bf16::FusionArguments bf{};
       bf.alpha = 1.0f;
       bf.beta = 0.0f;
@@ -281,6 +344,8 @@ int main(int argc, char** argv) {
       cutlass_launch<coop_bf16> cb(coop_bf16::arguments(T, N, K, cx, cw, d, bf));
       cutlass_launch<pp_node> pn(pp_node::arguments(T, N, K, cx, cw, nullptr, pf));
       cutlass_launch<pp_bf16> pb(pp_bf16::arguments(T, N, K, cx, cw, d, pbf));
+      cutlass_launch<pp_node> pna(pp_node::arguments(T, N, K, cx, cw, nullptr, pfa));
+      cutlass_launch<coop_fast> cf(coop_fast::arguments(T, N, K, cx, cw, nullptr, ff));
       bench::cublas_gemm cublas(x, w, d, T, N, K);
       const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
       const std::vector<double> t = bench::time_round_robin({
@@ -293,11 +358,13 @@ int main(int argc, char** argv) {
             cublas.run(x, w, d);
             CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{}));
           },
+          [&] { pna.run(); },
+          [&] { cf.run(); },
       });
       CHECK_CUDA(cudaDeviceSynchronize());
       const double best_node = std::min(t[0], t[2]);
-      std::printf("%-12s %6d | %9.1f %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %9.1f | %.3f\n", m.name, T, t[0], t[1], t[0] / t[1], t[2],
-                  t[3], t[2] / t[3], t[4], t[5], best_node / t[4]);
+      std::printf("%-12s %6d | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f | %.3f\n", m.name, T, t[0], t[1],
+                  t[0] / t[1], t[7], t[7] / t[1], t[2], t[3], t[2] / t[3], t[6], t[6] / t[2], t[4], t[5], best_node / t[4]);
       std::fflush(stdout);
       CHECK_CUDA(cudaFree(packed));
       CHECK_CUDA(cudaFree(scales));
@@ -306,6 +373,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaFree(w));
     CHECK_CUDA(cudaFree(d));
     CHECK_CUDA(cudaFree(d_S));
+    CHECK_CUDA(cudaFree(d_amax));
   }
   return 0;
 }

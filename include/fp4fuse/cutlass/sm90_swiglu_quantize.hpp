@@ -19,10 +19,10 @@
 /// using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
 ///     Shape<_128, _256, _64>, Shape<_1, _1, _1>, Shape<_128, _64>, float, float, void, cutlass::layout::RowMajor, 8,
 ///     void, cutlass::layout::RowMajor, 8, cutlass::epilogue::TmaWarpSpecializedCooperative, Op>::CollectiveOp;
-/// typename Epi::FusionCallbacks::Arguments fusion{out, d_S};  // out: quantized_matrix<nvfp4<>, swizzled_128x4>
+/// typename Epi::FusionCallbacks::Arguments fusion{};
+/// fusion.out = out;        // quantized_matrix<nvfp4<>, swizzled_128x4>
+/// fusion.encode_scale = d_S;
 /// \endcode
-#include <cstdio>
-
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
@@ -33,6 +33,7 @@
 #include <cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp>
 
 #include "fp4fuse/cutlass/detail/library.hpp"
+#include "fp4fuse/cutlass/detail/node_base.hpp"
 #include "fp4fuse/cutlass/swiglu_quantize_operation.hpp"
 
 namespace fp4fuse::cutlass_ext {
@@ -44,7 +45,8 @@ namespace fp4fuse::cutlass_ext {
 /// \tparam EpilogueTile    the epilogue subtile: M the MMA tile's M (128 cooperative, 64 ping-pong),
 ///                         N a multiple of 2 * block size (32 NVFP4, 64 MXFP4) that divides the tile's N
 template <class Op, class CtaTileShapeMNK, class EpilogueTile>
-struct Sm90SwiGluQuantize {
+struct Sm90SwiGluQuantize : detail::node_base<Op> {
+  using operation_type = Op;
   using Format = typename Op::format_type;
   static constexpr int block_size = Format::block_size;
   static constexpr int tile_m = cute::size<0>(CtaTileShapeMNK{});
@@ -57,48 +59,11 @@ struct Sm90SwiGluQuantize {
                 "fp4fuse Sm90SwiGluQuantize: the epilogue tile's N must be a multiple of 32 (NVFP4) or 64 (MXFP4) gate/up columns and divide the CTA tile's N");
   /// n8 accumulator tiles per warp and subtile.
   static constexpr int tiles = epi_n / 8;
+  using Params = typename detail::node_base<Op>::Params;
+  using detail::node_base<Op>::node_base;
 
-  struct SharedStorage {};
-  using Arguments = SwiGluQuantizeArguments<Op>;
-  using Params = Arguments;
-
-  template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) {
-    return args;
-  }
-
-  /// False, with the reason on stderr, when the problem does not fit the output descriptor.
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    auto mnkl = cute::append<4>(problem_shape, 1);
-    const char* error = detail::problem_error<Op>(cute::get<0>(mnkl), cute::get<1>(mnkl), cute::get<3>(mnkl), args);
-    if (error != nullptr) std::fprintf(stderr, "%s\n", error);
-    return error == nullptr;
-  }
-
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const&, Arguments const&) {
-    return 0;
-  }
-
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t, cutlass::CudaHostAdapter* = nullptr) {
-    return cutlass::Status::kSuccess;
-  }
-
-  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
-  CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
-
-  CUTLASS_HOST_DEVICE Sm90SwiGluQuantize() {}
-  CUTLASS_HOST_DEVICE Sm90SwiGluQuantize(Params const& params, SharedStorage const&) : params(params) {}
-
-  Params params;
-
-  template <class... Args>
-  CUTLASS_DEVICE auto get_producer_load_callbacks(cutlass::epilogue::fusion::detail::ProducerLoadArgs<Args...> const&) {
-    return cutlass::epilogue::fusion::EmptyProducerLoadCallbacks{};
-  }
-
+  // Its own tile state rather than detail::node_tile: deriving from that (the sm100 node's) put the
+  // MXFP4 cooperative kernel's state on the stack (224 bytes of local memory, sm_90a).
   template <class ThrCoordTensor, class TileCoord, int Threads>
   struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks {
     CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, cuda::std::int64_t first_row, cuda::std::int64_t first_col, TileCoord tile,
@@ -176,7 +141,7 @@ struct Sm90SwiGluQuantize {
     const cuda::std::int64_t first_col = static_cast<cuda::std::int64_t>(N) - static_cast<cuda::std::int64_t>(get<1>(args.residue_tCcD));
     constexpr int threads = decltype(size(args.tiled_mma))::value;
     using Callbacks = ConsumerStoreCallbacks<decltype(args.tCcD), decltype(args.tile_coord_mnkl), threads>;
-    return Callbacks(args.tCcD, first_row, first_col, args.tile_coord_mnkl, M, N, args.thread_idx, params);
+    return Callbacks(args.tCcD, first_row, first_col, args.tile_coord_mnkl, M, N, args.thread_idx, this->params);
   }
 };
 
@@ -185,72 +150,30 @@ struct Sm90SwiGluQuantize {
 namespace cutlass::epilogue::fusion {
 
 /// `CollectiveBuilder` with `fp4fuse::cutlass_ext::SwiGluQuantize` as the fusion operation gets
-/// this: the node over the accumulator. Arguments: `{out, encode_scale, activation, bias, amax}`.
+/// this: the node over the accumulator. Arguments: the fields out, encode_scale, activation, bias, amax.
 template <int StagesC, int StagesD, int FragmentSize, bool ReuseSmemC, bool DelayTmaStore, class Format, class Activation, class Layout,
           class GateUp, class Intermediate, class CtaTileShapeMNK, class EpilogueTile>
 struct FusionCallbacks<epilogue::Sm90TmaWarpSpecialized<StagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore>,
                        fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>
-    : Sm90EVT<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>,
-                                                        CtaTileShapeMNK, EpilogueTile>,
-              Sm90AccFetch> {
-  using Operation = fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>;
-  using Node = fp4fuse::cutlass_ext::Sm90SwiGluQuantize<Operation, CtaTileShapeMNK, EpilogueTile>;
-  using Impl = Sm90EVT<Node, Sm90AccFetch>;
-  static_assert(!fp4fuse::scale_layout::is_grouped<Layout>,
-                "fp4fuse SwiGluQuantize: a grouped scale layout needs CUTLASS's ptr-array grouped GEMM (KernelPtrArrayTmaWarpSpecialized*), "
-                "not the dense GemmUniversal");
-
-  /// The fields of `fp4fuse::cutlass_ext::SwiGluQuantizeArguments`, flat, as CUTLASS's callbacks name theirs.
-  struct Arguments {
-    fp4fuse::quantized_matrix<Format, Layout> out{};
-    const float* encode_scale = nullptr;
-    Activation activation{};
-    const float* bias = nullptr;
-    float* amax = nullptr;
-
-    operator typename Impl::Arguments() const {
-      return {{}, fp4fuse::cutlass_ext::SwiGluQuantizeArguments<Operation>{out, encode_scale, activation, bias, amax}};
-    }
-  };
-
-  using Impl::Impl;
+    : fp4fuse::cutlass_ext::detail::layout_callbacks<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<
+          fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>, false> {
+  using fp4fuse::cutlass_ext::detail::layout_callbacks<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<
+      fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>, false>::layout_callbacks;
 };
 
 /// The same node in CUTLASS's ptr-array grouped GEMM (`KernelPtrArrayTmaWarpSpecializedCooperative`
 /// / `Pingpong` with `GroupProblemShape`): group e writes expert e's rows and its block of the grouped
 /// scale layout (`Layout` = `scale_layout::grouped_swizzled_128x4<ExpertStart>`, offsets in device
-/// memory); group e's M must be expert e's row count.
+/// memory); group e's M must be expert e's row count. Arguments as the dense GEMM's, and group e's S
+/// and bias at `encode_scale_group_stride` / `bias_group_stride` (0: one for all).
 template <int StagesC, int StagesD, int FragmentSize, bool ReuseSmemC, bool DelayTmaStore, int NumEpilogueWarpGroups, class Format,
           class Activation, class Layout, class GateUp, class Intermediate, class CtaTileShapeMNK, class EpilogueTile>
 struct FusionCallbacks<epilogue::Sm90PtrArrayTmaWarpSpecialized<StagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore, NumEpilogueWarpGroups>,
                        fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>
-    : Sm90EVT<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>,
-                                                        CtaTileShapeMNK, EpilogueTile>,
-              Sm90AccFetch> {
-  using Operation = fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>;
-  using Node = fp4fuse::cutlass_ext::Sm90SwiGluQuantize<Operation, CtaTileShapeMNK, EpilogueTile>;
-  using Impl = Sm90EVT<Node, Sm90AccFetch>;
-  static_assert(fp4fuse::scale_layout::is_grouped<Layout>,
-                "fp4fuse SwiGluQuantize: the ptr-array grouped GEMM writes a grouped scale layout (scale_layout::grouped_swizzled_128x4<ExpertStart>)");
-
-  /// The fields of `fp4fuse::cutlass_ext::SwiGluQuantizeArguments`, flat.
-  struct Arguments {
-    fp4fuse::quantized_matrix<Format, Layout> out{};
-    const float* encode_scale = nullptr;
-    Activation activation{};
-    const float* bias = nullptr;
-    float* amax = nullptr;
-    cuda::std::int64_t encode_scale_group_stride = 0;
-    cuda::std::int64_t bias_group_stride = 0;
-
-    operator typename Impl::Arguments() const {
-      return {{},
-              fp4fuse::cutlass_ext::SwiGluQuantizeArguments<Operation>{out, encode_scale, activation, bias, amax, encode_scale_group_stride,
-                                                                       bias_group_stride}};
-    }
-  };
-
-  using Impl::Impl;
+    : fp4fuse::cutlass_ext::detail::layout_callbacks<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<
+          fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>, true> {
+  using fp4fuse::cutlass_ext::detail::layout_callbacks<fp4fuse::cutlass_ext::Sm90SwiGluQuantize<
+      fp4fuse::cutlass_ext::SwiGluQuantize<Format, Activation, Layout, GateUp, Intermediate>, CtaTileShapeMNK, EpilogueTile>, true>::layout_callbacks;
 };
 
 }  // namespace cutlass::epilogue::fusion

@@ -76,6 +76,28 @@ struct library {
     return make_block_codec<Format>(p.encode_scale != nullptr ? p.encode_scale[group * p.encode_scale_group_stride] : 1.0f);
   }
 
+  /// The library's `fused_epilogue` for group `group` of `out` (bias, output amax chosen at run
+  /// time from `p`, each a compile-time type in the description), handed to `apply`.
+  template <class Apply>
+  CUTLASS_DEVICE static void with_epilogue(const SwiGluQuantizeArguments<Op>& p, const dense_output& out, int group, const codec_type& codec,
+                                           Apply&& apply) {
+    using GateUp = typename Op::gate_up_type;
+    using Intermediate = typename Op::intermediate_type;
+    const auto run = [&](auto bias, auto amax) { apply(fused_epilogue{codec, sink::direct{out}, p.activation, GateUp{}, bias, amax, Intermediate{}}); };
+    const auto with_amax = [&](auto bias) {
+      if (p.amax != nullptr) {
+        run(bias, output_amax::global{p.amax});
+      } else {
+        run(bias, output_amax::none{});
+      }
+    };
+    if (p.bias != nullptr) {
+      with_amax(column_bias{p.bias + group * p.bias_group_stride, 2 * out.cols()});
+    } else {
+      with_amax(no_bias{});
+    }
+  }
+
   /// One warp's 16-row tile `acc` (mma.sync m16n8 order) at `origin` of `out`: bias, activation,
   /// block quantization, the stores of packed bytes and scales, and (when `p.amax` is set) the
   /// output amax combined into `*p.amax` — all through the library's `fused_epilogue` +
@@ -83,6 +105,8 @@ struct library {
   template <int Tiles>
   CUTLASS_DEVICE static void quantize_warp_tile(const float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
                                                 const dense_output& out, int group, const codec_type& codec) {
+    // Not through with_epilogue: handing the description to a lambda by reference put the MXFP4
+    // cooperative kernel's epilogue state on the stack (224 bytes of local memory, sm_90a).
     using GateUp = typename Op::gate_up_type;
     using Intermediate = typename Op::intermediate_type;
     const auto run = [&](auto bias, auto amax) {
@@ -101,6 +125,16 @@ struct library {
     } else {
       with_amax(no_bias{});
     }
+  }
+
+  /// One thread's row segment `acc` (N consecutive gate/up columns of row origin.row from column
+  /// origin.gate_up_col, as `tcgen05.ld` 32x32b leaves them) through the library's row form
+  /// (`row_epilogue`): the same numerics and stores, no data exchanged between threads. With the
+  /// output amax warp-collective (all 32 lanes, converged), else per thread.
+  template <int N>
+  CUTLASS_DEVICE static void quantize_row(const float (&acc)[N], tile_origin origin, const SwiGluQuantizeArguments<Op>& p, const dense_output& out,
+                                          int group, const codec_type& codec) {
+    with_epilogue(p, out, group, codec, [&](const auto& op) { row_epilogue(op, acc, origin); });
   }
 
   /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
