@@ -17,11 +17,21 @@
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed; --profile runs each kernel once, untimed, for ncu)
+//   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
+//   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
+//   about 1.4 GHz, and takes a while to clock back up: a short configuration timed right after a
+//   long one runs at the clock the long one left, bench/results/engine2.md).
+// Besides the roofline from the references measured once at the start, each configuration's round
+// robin also times the 8192^3 cuBLAS GEMM and the 1 GiB copy (the "same-state roofline": the two
+// ceilings at the clock and power state the configuration's kernels ran in).
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "../examples/l1_gemm/moe_data.cuh"
 #include <fp4fuse/gemm/grouped.cuh>
@@ -81,6 +91,7 @@ struct row {
   int active;
   double roofline, fused, sq, torch, bf16_gemm;
   double candidate;  ///< the --candidate plan's fused time (0: not timed)
+  double same_state_roofline;  ///< from the reference GEMM and copy timed in this configuration's round robin
 };
 
 }  // namespace
@@ -95,6 +106,7 @@ int main(int argc, char** argv) {
   fp4fuse::gemm::sm90::grouped_plan candidate{};
   bool has_candidate = false;
   int candidate_min_T = 0;
+  int idle_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto next = [&]() -> const char* {
@@ -109,6 +121,7 @@ int main(int argc, char** argv) {
     else if (a == "--markdown") markdown = next();
     else if (a == "--reps") g_reps = std::atoi(next());
     else if (a == "--profile") profile = true;
+    else if (a == "--idle-ms") idle_ms = std::atoi(next());
     else if (a == "--only") {
       only_model = std::atoi(next());
       only_T = std::atoi(next());
@@ -168,28 +181,29 @@ int main(int argc, char** argv) {
 
   // The two ceilings, measured in this run: device copy (read + write) and cuBLAS's BF16 rate.
   double copy_gbps = 1, cublas_tflops = 1;
+  // The references' buffers stay allocated: each configuration's round robin times them again.
+  const std::size_t copy_bytes = std::size_t(1) << 30;
+  const int ref_n = 8192;
+  const double ref_flops = 2.0 * ref_n * ref_n * double(ref_n);
+  void *copy_src = nullptr, *copy_dst = nullptr;
+  __nv_bfloat16 *ref_a = nullptr, *ref_b = nullptr, *ref_d = nullptr;
+  std::unique_ptr<cublas_gemm> ref_gemm;
+  std::function<void()> ref_launch, copy_launch;
   if (!profile) {
-    const std::size_t bytes = std::size_t(1) << 30;
-    void *src = nullptr, *dst = nullptr;
-    CHECK_CUDA(cudaMalloc(&src, bytes));
-    CHECK_CUDA(cudaMalloc(&dst, bytes));
-    CHECK_CUDA(cudaMemset(src, 1, bytes));
-    copy_gbps = 2.0 * bytes / (time_us([&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); }) * 1e-6) / 1e9;
-    CHECK_CUDA(cudaFree(src));
-    CHECK_CUDA(cudaFree(dst));
-    const int n = 8192;
-    __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
-    CHECK_CUDA(cudaMalloc(&a, std::size_t(n) * n * 2));
-    CHECK_CUDA(cudaMalloc(&b, std::size_t(n) * n * 2));
-    CHECK_CUDA(cudaMalloc(&d, std::size_t(n) * n * 2));
-    fill_bf16<<<4096, 256>>>(a, std::size_t(n) * n, 1u, 1.0f);
-    fill_bf16<<<4096, 256>>>(b, std::size_t(n) * n, 2u, 1.0f);
+    CHECK_CUDA(cudaMalloc(&copy_src, copy_bytes));
+    CHECK_CUDA(cudaMalloc(&copy_dst, copy_bytes));
+    CHECK_CUDA(cudaMemset(copy_src, 1, copy_bytes));
+    copy_launch = [=] { CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice)); };
+    copy_gbps = 2.0 * copy_bytes / (time_us(copy_launch) * 1e-6) / 1e9;
+    CHECK_CUDA(cudaMalloc(&ref_a, std::size_t(ref_n) * ref_n * 2));
+    CHECK_CUDA(cudaMalloc(&ref_b, std::size_t(ref_n) * ref_n * 2));
+    CHECK_CUDA(cudaMalloc(&ref_d, std::size_t(ref_n) * ref_n * 2));
+    fill_bf16<<<4096, 256>>>(ref_a, std::size_t(ref_n) * ref_n, 1u, 1.0f);
+    fill_bf16<<<4096, 256>>>(ref_b, std::size_t(ref_n) * ref_n, 2u, 1.0f);
     CHECK_CUDA(cudaGetLastError());
-    const cublas_gemm g(a, b, d, n, n, n);
-    cublas_tflops = 2.0 * n * n * n / (time_us([&] { g.run(a, b, d); }) * 1e-6) / 1e12;
-    CHECK_CUDA(cudaFree(a));
-    CHECK_CUDA(cudaFree(b));
-    CHECK_CUDA(cudaFree(d));
+    ref_gemm = std::make_unique<cublas_gemm>(ref_a, ref_b, ref_d, ref_n, ref_n, ref_n);
+    ref_launch = [g = ref_gemm.get(), ref_a, ref_b, ref_d] { g->run(ref_a, ref_b, ref_d); };
+    cublas_tflops = ref_flops / (time_us(ref_launch) * 1e-6) / 1e12;
   }
   double torch_copy_gbps = 0;
   const auto torch = torch_path != nullptr ? read_torch(torch_path, torch_copy_gbps) : std::vector<std::pair<std::string, double>>{};
@@ -262,17 +276,21 @@ int main(int argc, char** argv) {
     bf16_gemm = [=] {
       CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
     };
-    std::vector<double> t{0, 0, 0, 0};
+    std::vector<double> t{0, 0, 0, 0, 0, 0};
+    if (!profile && idle_ms > 0) {
+      CHECK_CUDA(cudaDeviceSynchronize());
+      std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    }
     if (profile) {
       fused();
       bf16_gemm();
       std::printf("%s: ran the fused and the BF16 grouped kernels once (for a profiler)\n", c.name().c_str());
     } else {
       if (timing_candidate) {
-        t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate});
+        t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate, ref_launch, copy_launch});
       } else {
-        t = time_round_robin({fused, swiglu_q, bf16_gemm});
-        t.push_back(0);
+        t = time_round_robin({fused, swiglu_q, bf16_gemm, ref_launch, copy_launch});
+        t.insert(t.begin() + 3, 0.0);
       }
     }
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -283,13 +301,19 @@ int main(int argc, char** argv) {
     const double w_bytes = double(active) * N * H * 2;
     const double flops = 2.0 * routed * N * H;
     const double roofline = std::max(w_bytes / (copy_gbps * 1e9), flops / (cublas_tflops * 1e12)) * 1e6;
-    const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E);
+    // The same ceilings from the reference GEMM and copy timed in this configuration's round robin.
+    const double same_copy_gbps = t[5] > 0 ? 2.0 * copy_bytes / (t[5] * 1e-6) / 1e9 : copy_gbps;
+    const double same_tflops = t[4] > 0 ? ref_flops / (t[4] * 1e-6) / 1e12 : cublas_tflops;
+    const double same_roofline = std::max(w_bytes / (same_copy_gbps * 1e9), flops / (same_tflops * 1e12)) * 1e6;
+    const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E, N);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
                              (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
-    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3]});
+    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3], same_roofline});
     if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
-    std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f\n",
-                c.name().c_str(), plan.c_str(), routed, active, roofline, t[0], t[0] / roofline, t[2], torch_us, t[1]);
+    std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f; "
+                "same state: cuBLAS 8192^3 %.0f TFLOP/s, copy %.0f GB/s, roofline %.1f us, fused %.2fx\n",
+                c.name().c_str(), plan.c_str(), routed, active, roofline, t[0], t[0] / roofline, t[2], torch_us, t[1], same_tflops,
+                same_copy_gbps, same_roofline, t[0] / same_roofline);
     std::fflush(stdout);
     for (void* p2 : {static_cast<void*>(x), static_cast<void*>(gate_up), static_cast<void*>(packed), static_cast<void*>(scales),
                      static_cast<void*>(dense_scales), static_cast<void*>(d_offsets), static_cast<void*>(S)})
@@ -297,17 +321,19 @@ int main(int argc, char** argv) {
   }
 
   std::string table = "| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
-                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan us (x roofline, / planned) |\n"
-                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan us (x roofline, / planned) | "
+                      "same-state roofline us (fused x it) |\n"
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   char line[512];
   for (const row& r : rows) {
     const double pipeline = r.torch > 0 ? r.torch + r.sq : 0;
     char cand[96] = "-";
     if (r.candidate > 0) std::snprintf(cand, sizeof cand, "%.1f (%.2fx, %.3f)", r.candidate, r.candidate / r.roofline, r.candidate / r.fused);
-    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s | %s |\n", r.name.c_str(), r.plan.c_str(),
-                  r.routed, r.active, r.roofline, r.fused, r.fused / r.roofline, r.bf16_gemm,
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s | %s | %.1f (%.2fx) |\n", r.name.c_str(),
+                  r.plan.c_str(), r.routed, r.active, r.roofline, r.fused, r.fused / r.roofline, r.bf16_gemm,
                   r.torch > 0 ? std::to_string(r.torch).substr(0, std::to_string(r.torch).find('.') + 2).c_str() : "-", r.sq,
-                  pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-", cand);
+                  pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-", cand, r.same_state_roofline,
+                  r.fused / r.same_state_roofline);
     table += line;
   }
   std::printf("\n%s", table.c_str());
@@ -320,5 +346,8 @@ int main(int argc, char** argv) {
   }
   if (w != nullptr) CHECK_CUDA(cudaFree(w));
   if (bias != nullptr) CHECK_CUDA(cudaFree(bias));
+  ref_gemm.reset();
+  for (void* p2 : {copy_src, copy_dst, static_cast<void*>(ref_a), static_cast<void*>(ref_b), static_cast<void*>(ref_d)})
+    if (p2 != nullptr) CHECK_CUDA(cudaFree(p2));
   return 0;
 }

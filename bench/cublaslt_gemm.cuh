@@ -17,8 +17,15 @@
 
 namespace bench {
 
+/// A strided batch of `count` GEMMs of the same shape (batch i at X + i * x_stride, W + i * w_stride,
+/// D + i * d_stride, in elements): a grouped GEMM whose groups all have T rows.
+struct cublas_batch {
+  int count = 1;
+  long long x_stride = 0, w_stride = 0, d_stride = 0;
+};
+
 /// cuBLASLt D[T, N] = X[T, K] * W[N, K]^T in row-major terms, i.e. column-major
-/// D^T[N, T] = W^T(op T)[N, K] * X^T[K, T]; BF16 in and out, FP32 compute.
+/// D^T[N, T] = W^T(op T)[N, K] * X^T[K, T]; BF16 in and out, FP32 compute; optionally a strided batch.
 struct cublas_gemm {
   cublasLtHandle_t handle{};
   cublasLtMatmulDesc_t desc{};
@@ -28,7 +35,7 @@ struct cublas_gemm {
   std::size_t workspace_bytes = std::size_t(64) << 20;
   int algorithms_tried = 0;
 
-  cublas_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int N, int K) {
+  cublas_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int N, int K, const cublas_batch& batch = {}) {
     CHECK_CUBLAS(cublasLtCreate(&handle));
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
@@ -37,6 +44,15 @@ struct cublas_gemm {
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, K, N, K));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, K, T, K));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, N, T, N));
+    if (batch.count > 1) {
+      const auto set = [&](cublasLtMatrixLayout_t l, long long stride) {
+        CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch.count, sizeof batch.count));
+        CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      };
+      set(a, batch.w_stride);
+      set(b, batch.x_stride);
+      set(d, batch.d_stride);
+    }
     CHECK_CUDA(cudaMalloc(&workspace, workspace_bytes));
     cublasLtMatmulPreference_t pref{};
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));

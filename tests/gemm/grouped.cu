@@ -70,7 +70,16 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK(fp4fuse::gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
   CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
          fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong);        // T = 32768: 1024 per expert
+  CHECK((fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(262144, 256).along_n));  // T = 32768
+  // Decode: 64 x 128 tiles where the last 256-wide column tile would be at most half full (its box
+  // would read the next expert's W rows), 64 x 256 otherwise or when N is not given.
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128, 5760).block_n == 128);  // GPT-OSS T = 64: 2I = 5760 = 22.5 x 256
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(2048, 128, 5760).block_n == 128);  // GPT-OSS T = 512
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(512, 256, 4096).block_n == 256);   // DeepSeek-V3 T = 64: 16 full tiles
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(512, 256, 4096 + 192).block_n == 256);  // last tile 3/4 full: 128-wide tiles read as much
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128).block_n == 256);
+  for (int n : {64, 128, 200, 256, 320, 5760})
+    CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(256, 128, n)));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 3, false}));

@@ -57,7 +57,7 @@ struct grouped_schedule {
 
   /// The schedule of one CTA (schedule.cuh's concept).
   template <class Cfg, int Cluster, bool AlongN = false>
-  struct cta {
+  struct cta : detail::split_k_fixup_member {  // fixup: grouped launches do not split K (prm.splits is 1), every consumer runs its epilogue
     int tiles_n;  ///< column units per group (column blocks, or pairs of them along N)
     int k_iters;  ///< K blocks of a tile
     int units;    ///< the launch's units (every group's)
@@ -146,16 +146,6 @@ struct grouped_schedule {
       u.group_rows = row0[g + 1] - row0[g];
       u.group_band_row0 = band_row0[g];
       return u;
-    }
-
-    /// Grouped launches do not split K (prm.splits is 1): every consumer runs its epilogue. The
-    /// same fixup as the dense schedule's: without that code in the kernel the compiler keeps the
-    /// cooperative kernel's ring descriptors in vector registers (12 more instructions per K step
-    /// of 64 x 256 tiles, SASS compared).
-    template <int Registers>
-    __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
-                                          int thread, int* flags) const {
-      return detail::split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
     }
   };
 };

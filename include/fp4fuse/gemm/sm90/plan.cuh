@@ -235,21 +235,28 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
 /// True when `p` names a kernel of the grouped GEMM.
 inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::contains(p.key()); }
 
-/// The plan for `rows` routed rows over `experts` experts, from the rows per expert were all
-/// experts routed to (rows / experts): the host never reads the routing, so the plan cannot depend
-/// on it. Up to 64 rows per expert (decode: the launch streams the experts' W, and X is small)
-/// 64 x 256 cooperative tiles, whose X tile is a fifth of the bytes each K step brings in; up to
-/// 512, the ping-pong kernel's 128 x 128 tiles in clusters of 2 along N (most experts have one or
-/// two row blocks, which clusters along M would pair with an empty one; pairs of column tiles share
-/// the X tile instead, a quarter less L2-to-SM traffic: DeepSeek-V3 T = 4096 0.83x / 0.89x the time
-/// without clusters, GPT-OSS 0.99x / 1.01x, bench/RESULTS.md; the ping-pong hides each tile's
-/// epilogue behind the other consumer's mainloop); beyond, the ping-pong kernel with clusters of 2
-/// along M, which halve W's L2 traffic, as in the dense GEMM at large T.
-inline grouped_plan plan_grouped(int rows, int experts) {
+/// The plan for `rows` routed rows over `experts` experts of `n` output columns each (0: not
+/// given), from the rows per expert were all experts routed to (rows / experts): the host never
+/// reads the routing, so the plan cannot depend on it. Up to 64 rows per expert (decode: the launch
+/// streams the experts' W, and X is small) 64 x 256 cooperative tiles, whose X tile is a fifth of
+/// the bytes each K step brings in, or 64 x 128 where `n` leaves the last 256-wide column tile at
+/// most half full: W is one [experts * n, K] tensor, so that tile's box reads the next expert's
+/// rows from DRAM for nothing (GPT-OSS's 2I = 5760, 22.5 tiles of 256: 2.2% more W bytes;
+/// 64 x 128 measured 0.966-0.999x the time at T = 64 and 512, bench/results/engine2.md). Beyond
+/// 64, the ping-pong kernel's 128 x 128 tiles in clusters of 2 along N: pairs of column tiles share
+/// the X tile (a quarter less L2-to-SM traffic) and an expert's row blocks are never paired with an
+/// empty one, as clusters along M pair an odd last block (DeepSeek-V3 T = 4096 0.83x / 0.89x the
+/// time without clusters, bench/RESULTS.md; at 1,024 rows per expert, where half the experts have
+/// one row block more than 8, 0.94-0.97x clusters along M in uniform routings in two runs, skewed
+/// 0.97-1.08x, bench/results/engine2.md). The ping-pong hides each tile's epilogue behind the
+/// other consumer's mainloop.
+inline grouped_plan plan_grouped(int rows, int experts, int n = 0) {
   const double per_expert = static_cast<double>(rows) / experts;
-  if (per_expert <= 64) return {64, 256, 1, false};
-  if (per_expert < 512) return {128, 128, 2, true, true};
-  return {128, 128, 2, true};
+  if (per_expert <= 64) {
+    const int last = n % 256;  // columns of the last 256-wide tile (0: it is full)
+    return last > 0 && last <= 128 ? grouped_plan{64, 128, 1, false} : grouped_plan{64, 256, 1, false};
+  }
+  return {128, 128, 2, true, true};
 }
 
 }  // namespace fp4fuse::gemm::sm90

@@ -129,6 +129,19 @@ __device__ __forceinline__ bool split_k_fixup(float (&acc)[Registers], const wor
   return true;
 }
 
+/// The schedule concept's `fixup` member, written once: a base of each schedule's `cta`. Both
+/// schedules run `split_k_fixup`; the grouped one never splits K, but without the call in the
+/// kernel the compiler keeps the cooperative kernel's ring descriptors in vector registers (12
+/// more instructions per K step of 64 x 256 tiles, SASS compared, bench/HISTORY.md).
+struct split_k_fixup_member {
+  /// detail::split_k_fixup. Without a split: true.
+  template <int Registers>
+  __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+                                        int thread, int* flags) const {
+    return split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
+  }
+};
+
 /// Maps a cluster's tile (m_blk, n_blk of `unit_at`) to the tile of the CTA of rank `rank`: a
 /// cluster along M takes row blocks Cluster * m_blk + rank, one along N column blocks
 /// Cluster * n_blk + rank.
@@ -154,7 +167,7 @@ struct dense_schedule {
   /// see `pad_beyond_tile`); along N the same with column blocks. Units are split `splits` ways
   /// along K.
   template <class Cfg, int Cluster, bool AlongN = false>
-  struct cta {
+  struct cta : detail::split_k_fixup_member {  // fixup: split K (detail::split_k_fixup)
     int tiles_n;    ///< column units (column blocks, or pairs of them along N)
     int unit_rows;  ///< row units (row blocks, or pairs of them along M)
     int k_iters;    ///< K blocks of a whole tile
@@ -188,13 +201,6 @@ struct dense_schedule {
       u.group_rows = rows;
       u.group_band_row0 = 0;
       return u;
-    }
-
-    /// Split K (detail::split_k_fixup). Without a split: true.
-    template <int Registers>
-    __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
-                                          int thread, int* flags) const {
-      return detail::split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
     }
   };
 };
