@@ -84,9 +84,9 @@ struct store_bf16 {
   __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
-/// `store_bf16{out}` is the plain store, `store_bf16{out, bias}` adds `bias`.
+/// `store_bf16{out}`: the plain store.
 store_bf16(fp4fuse::matrix_view<__nv_bfloat16>) -> store_bf16<fp4fuse::no_bias>;
-/// \copydoc store_bf16(fp4fuse::matrix_view<__nv_bfloat16>)
+/// `store_bf16{out, bias}`: the store of D + bias.
 template <class Bias>
 store_bf16(fp4fuse::matrix_view<__nv_bfloat16>, Bias) -> store_bf16<Bias>;
 
