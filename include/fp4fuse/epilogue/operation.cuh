@@ -43,8 +43,8 @@ struct no_bias {
 /// up before the activation: `data[c]` belongs to gate/up column c, in the epilogue's gate/up
 /// layout (`gate_up::interleaved<G>`: as the GEMM's columns; `gate_up::separate`: the gate's I
 /// values, then the up's I values). In the row form, columns c >= `count` keep their accumulator
-/// unchanged (not + 0, which would turn -0 into +0). `data` is read for every column below `count` (no bias is
-/// the type `no_bias`, not a null pointer). The fragment forms (`mma_add_bias`) read two
+/// unchanged (not + 0, which would turn -0 into +0). `data` is read for every column below
+/// `count` (no bias is the type `no_bias`, not a null pointer). The fragment forms (`mma_add_bias`) read two
 /// neighbouring columns at once: `data` 8-byte aligned and `count` even there, and `count` the
 /// matrix's whole gate/up width (they add +0 past it, where nothing is stored).
 /// \code
