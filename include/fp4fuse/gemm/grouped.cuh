@@ -70,10 +70,9 @@ namespace epilogue {
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
-  /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
-  template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::store_bf16<Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
-    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, b};
+  /// The dense epilogue of unit `u`'s group's rows.
+  __device__ __forceinline__ fp4fuse::gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
   }
 };
 
@@ -83,10 +82,9 @@ struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, I]
   Activation act;                           ///< the activation of gate
   const float* bias;                        ///< [E, 2I] or null
-  /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
-  template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation, Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
-    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act, b};
+  /// The dense epilogue of unit `u`'s group's rows.
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act};
   }
 };
 
@@ -99,38 +97,35 @@ struct swiglu_nvfp4 {
   const float* bias;                ///< [E, 2I] or null
   /// Each expert's scales start at a 128-row band (the schedule's `group_band_row0`).
   static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
-  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S, and `b` (its bias, or none).
-  template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate, fp4fuse::recipe::te_exact, Bias> rows_of(
-      const sm90::work_unit& u, const Bias& b) const {
+  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S.
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
     using layout_t = grouped_layout<ExpertStart>;
     const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_band_row0);
     const fp4fuse::quantized_matrix<format, layout> expert_out{out.packed + static_cast<index_t>(u.group_row0) * out.ld_packed,
                                                                out.ld_packed, out.scales + start * out.layout.padded_cols(),
                                                                layout{u.group_rows, out.layout.scale_cols}};
-    return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act, b};
+    return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act};
   }
 };
 
 /// Any of the three with the expert's bias where `bias` is set: `for_group` is what the kernels
-/// call. `Bias` is a compile-time choice (no bias, no cost): expert e's bias is the library's
-/// `fp4fuse::column_bias{bias + e * 2I, 2I}`, added as the library's fragment adapters add it.
+/// call. `Bias` is a compile-time choice (no bias, no cost).
 template <class Grouped, bool Bias>
 struct grouped {
   Grouped g;             ///< one of the three bindings above
   index_t gate_up_cols;  ///< 2I
   /// The bands the schedule numbers groups in (sm90::detail::group_band_rows of the binding).
   static constexpr int group_band_rows = sm90::detail::group_band_rows<Grouped>;
-  /// The bias type of the dense epilogue: `column_bias` where Bias, else `no_bias`.
-  using bias_type = std::conditional_t<Bias, fp4fuse::column_bias, fp4fuse::no_bias>;
-  /// What `for_group` returns: the dense epilogue `rows_of` binds, with the expert's bias where Bias.
-  using type = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>(), bias_type{}));
+  /// The dense epilogue `rows_of` binds.
+  using dense = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>()));
+  /// What `for_group` returns: `dense`, with the expert's bias where Bias.
+  using type = std::conditional_t<Bias, fp4fuse::gemm::with_bias<dense>, dense>;
   /// The epilogue of unit `u`'s group (what the kernels call).
   __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
-      return g.rows_of(u, fp4fuse::column_bias{g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols});
+      return {g.rows_of(u), g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols};
     } else {
-      return g.rows_of(u, fp4fuse::no_bias{});
+      return g.rows_of(u);
     }
   }
 };
@@ -150,7 +145,7 @@ struct expert_names {
 /// inputs, E and the offsets, the gate/up width N = 2I (`n_name` says which argument holds it),
 /// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
 /// this GPU runs the sm_90a kernels.
-inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts,
+inline void check_launch(fp4fuse::gemm::detail::checker& c, const inputs& in, index_t N, const char* n_name, int experts,
                          const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
@@ -179,7 +174,7 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
     // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.
     int device = 0;
     if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) {
-      const fp4fuse::result r = fp4fuse::cuda_failure(err, "");  // ": no usable CUDA device (...)"
+      const fp4fuse::result r = fp4fuse::gemm::detail::cuda_failure(err, "");  // ": no usable CUDA device (...)"
       c.require(r.code != status::no_device, status::no_device, "%s", r.message() + 2);
     }
   }
@@ -213,7 +208,7 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_fused");
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
@@ -224,7 +219,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                        {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
-    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
+    return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
   }
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
@@ -236,7 +231,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
 inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
                                 cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_bf16");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
   c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
@@ -252,7 +247,7 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
 template <class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
+  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
   c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
   c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
             static_cast<long long>(in.x.rows));
