@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     const in_view in{x, m, k, k};
     const fp4fuse::quantized_matrix<NV, SW> out{packed, k / 2, scales, SW{m, k / 16}};
     std::uint32_t tiles = 0, total = 0;
-    fp4fuse::detail::checker c("bench");
+    fp4fuse::argument_checker c("bench");
     fp4fuse::detail::grid_extent(c, out.layout, P, tiles, total);
     record("quantize nvfp4 bf16, " + std::to_string(P) + " blocks/thread", shape_str(m, k), quantize_bytes(m, k, 16), time_us([&] {
              fp4fuse::detail::quantize_kernel<P, NV, SW, __nv_bfloat16><<<(total + 255) / 256, 256>>>(in, out, d_S, fp4fuse::detail::fast_div(tiles), total);
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     {
       // Measurement only: the same kernel with two blocks per thread (the launcher uses one).
       std::uint32_t tiles = 0, total = 0;
-      fp4fuse::detail::checker c("bench");
+      fp4fuse::argument_checker c("bench");
       fp4fuse::detail::grid_extent(c, g_out.layout, 2, tiles, total);
       const in_view guv{x, m, 4096, 4096};
       record("swiglu_quantize il8 swiglu_fast, 2 blocks/thread", shape_str(m, 4096), gb, time_us([&] {

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 STEP_LIMIT=200 bash scripts/gpu_check.sh $B $L test:gemm_dense test:gemm_grouped test:epilogue_row test:epilogue_swiglu_quantize \
-  test:epilogue_host_twin test:epilogue_scale_padding test:kernels_quantize test:kernels_swiglu_quantize test:activation \
+  test:epilogue_host_twin test:epilogue_scale_padding test:kernels_quantize test:kernels_dequantize test:kernels_swiglu_quantize test:activation \
   test:detail_launch test:arch_mismatch test:kernels_amax > $L/summary_tests.txt 2>&1
 san=()
 for spec in memcheck:epilogue_row racecheck:epilogue_row "memcheck:epilogue_swiglu_quantize:*separate*" "memcheck:epilogue_swiglu_quantize:*amax*"; do

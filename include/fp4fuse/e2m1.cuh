@@ -27,13 +27,47 @@ namespace fp4fuse {
 /// E2M1's largest value.
 inline constexpr float e2m1_max = 6.0f;
 
+namespace detail {
+
+/// 2^23, whose ulp is 1 on [2^23, 2^24): the offset of the software encoders' segments.
+inline constexpr float e2m1_code_offset = 8388608.0f;
+
+/// The three segments of the E2M1 code map g(v) = min(2v, v + 2, v/2 + 4) at v = |x| (one segment
+/// per binade of E2M1), each offset by 2^23 so that its one rounding gives an integer: the code of
+/// v is the least of the three and 2^23 + 7, minus 2^23. The one formula of every software
+/// encoder: `e2m1_encode_software` takes the least as floats (NaN loses), the device encoder below
+/// with a NaN-propagating minimum, the standalone kernels' block encoder
+/// (detail/fast_block_encode.cuh) over the bit patterns. The products are exact (2v always, v/2
+/// wherever the sum's rounding can see it), so each segment rounds once whether `MulAdd` fuses
+/// (`fused_mul_add`, the device encoders: one FFMA whatever -fmad says) or not
+/// (`separate_mul_add`, usable in constant expressions).
+struct e2m1_segments {
+  float lower;   ///< 2^23 + 2v: [0, 2]
+  float middle;  ///< 2^23 + v + 2: [2, 4]
+  float upper;   ///< 2^23 + v/2 + 4: [4, 6]
+};
+template <class MulAdd>
+FP4FUSE_HOST_DEVICE constexpr e2m1_segments e2m1_segments_of(float v, MulAdd mul_add) {
+  return {mul_add(v, 2.0f, e2m1_code_offset), v + (e2m1_code_offset + 2.0f), mul_add(v, 0.5f, e2m1_code_offset + 4.0f)};
+}
+/// a * b + c with two roundings (one where the product is exact): constant expressions.
+struct separate_mul_add {
+  FP4FUSE_HOST_DEVICE constexpr float operator()(float a, float b, float c) const { return a * b + c; }
+};
+/// a * b + c with one rounding (`fmaf`): the device encoders.
+struct fused_mul_add {
+  FP4FUSE_DEVICE float operator()(float a, float b, float c) const { return fmaf(a, b, c); }
+};
+
+}  // namespace detail
+
 /// Portable E2M1 encoder, usable in constant expressions and on every target.
 ///
 /// How: the E2M1 code of v = |x| is the integer nearest to the concave piecewise-linear map
-/// g(v) = min(2v, v + 2, v/2 + 4) (one segment per binade of E2M1; the rounding boundaries of
-/// E2M1 are exactly the half-integers of g, and ties to even codes are ties to even mantissas).
-/// Each segment is evaluated with one rounding by adding 2^23, whose ulp is 1, so
-/// `bits(min(...)) - bits(2^23)` is the rounded code. NaN loses every min and yields 7.
+/// g(v) = min(2v, v + 2, v/2 + 4) (the rounding boundaries of E2M1 are exactly the half-integers
+/// of g, and ties to even codes are ties to even mantissas), evaluated with one rounding per
+/// segment (`detail::e2m1_segments_of`), so `bits(min(...)) - bits(2^23)` is the rounded code.
+/// NaN loses every min and yields 7.
 ///
 /// \return the nibble in bits 3..0 (bits 7..4 are zero).
 /// \code
@@ -41,15 +75,11 @@ inline constexpr float e2m1_max = 6.0f;
 /// static_assert(fp4fuse::e2m1_encode_software(-0.1f) == 0x8);  // -0
 /// \endcode
 FP4FUSE_HOST_DEVICE constexpr cuda::std::uint8_t e2m1_encode_software(float x) {
-  constexpr float kRound = 8388608.0f;  // 2^23: ulp 1 on [2^23, 2^24)
   const cuda::std::uint32_t bits = detail::float_bits(x);
-  const float v = detail::abs_float(x);
-  const float lower = v * 2.0f + kRound;            // [0, 2]: code 2v (2v is exact)
-  const float middle = v + (kRound + 2.0f);         // [2, 4]: code v + 2
-  const float upper = v * 0.5f + (kRound + 4.0f);   // [4, 6]: code v/2 + 4 (v/2 exact where it matters)
-  const float code_f = detail::min_num(detail::min_num(lower, middle),
-                                       detail::min_num(upper, kRound + 7.0f));
-  const cuda::std::uint32_t code = detail::float_bits(code_f) - 0x4B000000u;
+  const detail::e2m1_segments g = detail::e2m1_segments_of(detail::abs_float(x), detail::separate_mul_add{});
+  const float code_f = detail::min_num(detail::min_num(g.lower, g.middle),
+                                       detail::min_num(g.upper, detail::e2m1_code_offset + 7.0f));
+  const cuda::std::uint32_t code = detail::float_bits(code_f) - detail::float_bits(detail::e2m1_code_offset);
   const cuda::std::uint32_t sign = detail::is_nan_bits(bits) ? 0u : (bits >> 28) & 0x8u;
   return static_cast<cuda::std::uint8_t>(code | sign);
 }
@@ -111,21 +141,17 @@ FP4FUSE_DEVICE float min_propagating_nan(float a, float b) {
 /// 2^23 + code(|y|) as a float, NaN for NaN y: the software encoder's arithmetic with the sign
 /// and NaN handling left to the caller. Three FMA-pipe operations and three min operations.
 FP4FUSE_DEVICE float e2m1_magnitude_code_magic(float y) {
-  constexpr float kRound = 8388608.0f;
-  const float v = fabsf(y);
-  const float lower = fmaf(v, 2.0f, kRound);
-  const float middle = v + (kRound + 2.0f);
-  const float upper = fminf(fmaf(v, 0.5f, kRound + 4.0f), kRound + 7.0f);
-  return min_propagating_nan(fminf(lower, middle), upper);
+  const e2m1_segments g = e2m1_segments_of(fabsf(y), fused_mul_add{});
+  const float upper = fminf(g.upper, e2m1_code_offset + 7.0f);
+  return min_propagating_nan(fminf(g.lower, g.middle), upper);
 }
 
 /// Packs four magnitude codes into the low 16 bits of a float's bit pattern with exact FMAs
 /// (2^23 + c0 + 16 c1 + 256 c2 + 4096 c3 < 2^24); NaN if any code is NaN.
 FP4FUSE_DEVICE float e2m1x4_pack_magic(float c0, float c1, float c2, float c3) {
-  constexpr float kRound = 8388608.0f;
-  float w = fmaf(c1 - kRound, 16.0f, c0);
-  w = fmaf(c2 - kRound, 256.0f, w);
-  return fmaf(c3 - kRound, 4096.0f, w);
+  float w = fmaf(c1 - e2m1_code_offset, 16.0f, c0);
+  w = fmaf(c2 - e2m1_code_offset, 256.0f, w);
+  return fmaf(c3 - e2m1_code_offset, 4096.0f, w);
 }
 
 /// 2^23 + the four magnitude codes of v packed in 16 bits (see `e2m1x4_pack_magic`); NaN if any
@@ -154,7 +180,7 @@ FP4FUSE_DEVICE cuda::std::uint32_t e2m1x4_encode_software_device(const float (&v
   if (codes != codes) {
     return e2m1_encode_each<4>(v);
   }
-  return e2m1_add_signs<4>(float_bits(codes) - float_bits(8388608.0f), v);
+  return e2m1_add_signs<4>(float_bits(codes) - float_bits(e2m1_code_offset), v);
 }
 
 /// The same for eight values.

@@ -19,6 +19,7 @@
 #include "fp4fuse/intermediate.cuh"
 #include "fp4fuse/nan_policy.cuh"
 #include "fp4fuse/status.hpp"
+#include "fp4fuse/launch.cuh"
 #include "fp4fuse/kernels/quantize.cuh"
 #include "fp4fuse/kernels/swiglu_quantize.cuh"
 #include "fp4fuse/kernels/dequantize.cuh"

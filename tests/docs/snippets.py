@@ -74,6 +74,7 @@ HEADER_CONTEXT = {
                                     "[[maybe_unused]] constexpr int E = 256;\n"
                                     "[[maybe_unused]] const std::int32_t* d_expert_offsets = nullptr;\n"},
     "status.hpp": {"prelude": "[[maybe_unused]] const __nv_bfloat16* d_x = nullptr;\n"},
+    "launch.cuh": {"prelude": "[[maybe_unused]] const float* d_bias = nullptr;\n"},
     "epilogue/swiglu_quantize.cuh": {
         "space": "__device__",
         "prelude": "[[maybe_unused]] const float* d_S = nullptr;\n"

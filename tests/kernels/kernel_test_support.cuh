@@ -24,6 +24,15 @@ auto tensor_scale(const float* d_S) {
   }
 }
 
+/// A matrix shape of the quantize and dequantize kernel tests: rows, columns, and the elements
+/// the leading dimension adds.
+struct matrix_shape {
+  std::int64_t rows, cols, ld_extra;
+};
+/// Their shapes: one row, a partial 128-row scale tile, odd block counts, K = 7168.
+inline constexpr matrix_shape kernel_shapes[] = {{1, 16, 0},      {1, 64, 8},       {3, 48, 0},  {130, 80, 16},
+                                                 {257, 272, 0}, {129, 2064, 24}, {64, 7168, 0}};
+
 constexpr unsigned char poison = 0xA5;
 constexpr std::size_t guard_bytes = 256;
 

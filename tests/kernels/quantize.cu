@@ -1,6 +1,5 @@
-// The standalone quantize and dequantize kernels against their host twins, every byte checked.
-// Argument validation of every launcher: tests/detail/launch.cu.
-#include <fp4fuse/kernels/dequantize.cuh>
+// The standalone quantize kernel against its host twin, every byte checked (the dequantize
+// kernel: tests/kernels/dequantize.cu). Argument validation of every launcher: tests/detail/launch.cu.
 #include <fp4fuse/kernels/quantize.cuh>
 
 #include <algorithm>
@@ -16,15 +15,10 @@ namespace recipe = fp4fuse::recipe;
 
 namespace {
 
-struct shape {
-  std::int64_t rows, cols, ld_extra;
-};
-const shape shapes[] = {{1, 16, 0}, {1, 64, 8}, {3, 48, 0}, {130, 80, 16}, {257, 272, 0}, {129, 2064, 24}, {64, 7168, 0}};
-
 /// Host twin of one quantize call: packed bytes (poisoned where the kernel must not write) and the
 /// full scale tensor (0x00 padding).
 template <class Format, class Layout, class T>
-void host_quantize(const std::vector<T>& in, const shape& s, std::int64_t ld_in, std::int64_t ld_out, float S,
+void host_quantize(const std::vector<T>& in, const matrix_shape& s, std::int64_t ld_in, std::int64_t ld_out, float S,
                    std::vector<unsigned char>& packed, std::vector<unsigned char>& scales) {
   constexpr int B = Format::block_size;
   const Layout layout{s.rows, s.cols / B};
@@ -46,7 +40,7 @@ template <class Format, class Layout, class T>
 void check_quantize_kernel(const char* salt) {
   constexpr int B = Format::block_size;
   auto g = rng(salt);
-  for (const shape& s : shapes) {
+  for (const matrix_shape& s : kernel_shapes) {
     if (s.cols % B != 0) continue;
     const std::int64_t ld_in = s.cols + s.ld_extra;
     const std::int64_t ld_out = s.cols / 2 + (s.ld_extra ? 16 : 0);
@@ -76,32 +70,6 @@ void check_quantize_kernel(const char* salt) {
     CHECK(d_scales.download() == want_scales);  // padding scales are 0x00
     CHECK(d_out.guard_intact());
     CHECK(d_scales.guard_intact());
-
-    // Dequantize what the device wrote and compare with the host's block dequantization.
-    device_buffer d_deq(static_cast<std::size_t>(s.rows * ld_in) * sizeof(T));
-    const fp4fuse::quantized_matrix<Format, Layout, const std::uint8_t> deq_in{d_out.as<std::uint8_t>(), ld_out,
-                                                                             d_scales.as<std::uint8_t>(), layout};
-    REQUIRE(static_cast<bool>(fp4fuse::dequantize(deq_in, fp4fuse::matrix_view<T>{d_deq.as<T>(), s.rows, s.cols, ld_in},
-                                                  tensor_scale<Format>(d_S.as<float>()))));
-    FP4FUSE_TEST_LAUNCHED();
-    std::vector<unsigned char> want_deq(d_deq.bytes(), poison);
-    for (std::int64_t row = 0; row < s.rows; ++row) {
-      for (std::int64_t b = 0; b < s.cols / B; ++b) {
-        float y[B];
-        const unsigned char* p = &want_packed[static_cast<std::size_t>(row * ld_out + b * B / 2)];
-        const std::uint8_t sc = want_scales[static_cast<std::size_t>(layout.offset(row, b))];
-        fp4fuse::quantized_block<Format> qb{};
-        std::memcpy(qb.packed, p, sizeof qb.packed);
-        qb.scale = sc;
-        fp4fuse::make_block_codec<Format>(S).dequantize(qb, y);
-        for (int i = 0; i < B; ++i) {
-          const T v = fp4fuse::detail::from_float<T>(y[i]);
-          std::memcpy(&want_deq[static_cast<std::size_t>((row * ld_in + b * B + i)) * sizeof(T)], &v, sizeof(T));
-        }
-      }
-    }
-    CHECK(same_elements_nan_equal<T>(d_deq.download(), want_deq) == 0);
-    CHECK(d_deq.guard_intact());
   }
 }
 
@@ -177,9 +145,9 @@ template <class Format, class Layout, class T>
 void check_quantize_adversarial(const char* salt) {
   constexpr int B = Format::block_size;
   auto g = rng(salt);
-  const shape adversarial_shapes[] = {{3, 48 * B / 16, 0}, {130, 80 * B / 16, 16}, {257, 2064 * B / 16, 8}, {2049, 8208 * 2 * B / 32, 0}};
+  const matrix_shape adversarial_shapes[] = {{3, 48 * B / 16, 0}, {130, 80 * B / 16, 16}, {257, 2064 * B / 16, 8}, {2049, 8208 * 2 * B / 32, 0}};
   path_counts paths;
-  for (const shape& s : adversarial_shapes) {
+  for (const matrix_shape& s : adversarial_shapes) {
     const std::int64_t ld_in = s.cols + s.ld_extra;
     const std::int64_t ld_out = s.cols / 2 + (s.ld_extra ? 16 : 0);
     const std::vector<T> in = to_elements<T>(adversarial_matrix<B>(s.rows, s.cols, ld_in, g));
@@ -303,7 +271,7 @@ TEST_CASE("quantize [gpu]: NVFP4 vllm recipe through the kernel equals the devic
   using F = format::nvfp4<recipe::vllm>;
   using L = scale_layout::swizzled_128x4;
   auto g = rng("q vllm");
-  for (const shape& s : shapes) {
+  for (const matrix_shape& s : kernel_shapes) {
     const std::int64_t ld = s.cols + s.ld_extra, blocks = s.cols / 16;
     const std::vector<__nv_bfloat16> in = to_elements<__nv_bfloat16>(make_matrix(s.rows, s.cols, ld, g));
     for (float S : {fp4fuse::nvfp4_global_encode_scale(1000.0f), 3.0e38f, 1e-30f}) {
@@ -376,11 +344,11 @@ void check_quantize_per_row(const char* salt) {
   // holds 16-bit rows up to 1024 blocks (16336 = 1021 blocks, ragged), float rows up to 512; longer
   // rows take the two-pass path (float from 8208 = 513 blocks; 16400 = 1025 blocks, padded to 1028
   // in swizzled_128x4; 32768 = 2048 blocks over a ragged 37 rows).
-  const shape row_shapes[] = {{1, 16, 0},    {3, 48, 0},     {130, 80, 16},   {257, 272, 0}, {129, 2064, 24},
+  const matrix_shape row_shapes[] = {{1, 16, 0},    {3, 48, 0},     {130, 80, 16},   {257, 272, 0}, {129, 2064, 24},
                               {64, 7168, 0}, {5, 8192, 8},   {3, 8208, 0},    {3, 16336, 8}, {5, 16400, 8},
                               {37, 32768, 0}, {2, 32768, 24}};
   for (const bool adversarial : {false, true})
-  for (const shape& s : row_shapes) {
+  for (const matrix_shape& s : row_shapes) {
     const std::int64_t ld_in = s.cols + s.ld_extra;
     const std::int64_t ld_out = s.cols / 2 + (s.ld_extra ? 16 : 0);
     // Rows of different magnitudes (2^-20 .. 2^20): each row's scale differs from the tensor's;
@@ -439,7 +407,7 @@ TEST_CASE("quantize [gpu]: per-row global scales with the vllm recipe: S_r equal
   using L = scale_layout::swizzled_128x4;
   auto g = rng("q row vllm");
   for (const bool adversarial : {false, true}) {
-    for (const shape& s : shapes) {
+    for (const matrix_shape& s : kernel_shapes) {
       const std::int64_t ld = s.cols + s.ld_extra, blocks = s.cols / 16;
       const std::vector<__nv_bfloat16> in =
           to_elements<__nv_bfloat16>(adversarial ? adversarial_matrix<16>(s.rows, s.cols, ld, g) : make_matrix(s.rows, s.cols, ld, g));

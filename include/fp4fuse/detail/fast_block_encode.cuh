@@ -63,18 +63,15 @@ FP4FUSE_DEVICE sign_bytes sign_bytes_of_halves(const cuda::std::uint32_t* w) {
   return {prmt(a, c, 0x5410u), prmt(a, c, 0x7632u)};
 }
 
-/// bits(2^23 + code(|y|)) for a y that is not NaN: the roundings of `e2m1_magnitude_code_magic`,
-/// with the minimum taken over the candidates' bit patterns (positive floats order as unsigned
+/// bits(2^23 + code(|y|)) for a y that is not NaN: the segments of `e2m1_segments_of`, with the
+/// minimum taken over the candidates' bit patterns (positive floats order as unsigned
 /// integers: one 3-input VIMNMX3 instead of two or three FMNMX). `Clamp` bounds |y| by 6.5 first
 /// (every |y| > 5 has code 7 and |y| <= 6.5 is unchanged, so the code is the same and the upper segment stays <= 2^23 + 7);
 /// without it |y| must be below 7 (where v/2 + 4 rounds to at most 7).
 template <bool Clamp>
 FP4FUSE_DEVICE cuda::std::uint32_t e2m1_magnitude_bits_not_nan(float y) {
-  constexpr float kRound = 8388608.0f;
-  const float v = Clamp ? fminf(fabsf(y), 6.5f) : fabsf(y);
-  const cuda::std::uint32_t lower = float_bits(fmaf(v, 2.0f, kRound));
-  const cuda::std::uint32_t middle = float_bits(v + (kRound + 2.0f));
-  const cuda::std::uint32_t upper = float_bits(fmaf(v, 0.5f, kRound + 4.0f));
+  const e2m1_segments g = e2m1_segments_of(Clamp ? fminf(fabsf(y), 6.5f) : fabsf(y), fused_mul_add{});
+  const cuda::std::uint32_t lower = float_bits(g.lower), middle = float_bits(g.middle), upper = float_bits(g.upper);
   const cuda::std::uint32_t lm = lower < middle ? lower : middle;
   return lm < upper ? lm : upper;
 }

@@ -328,7 +328,7 @@ inline constexpr int row_scale_pass_blocks = 4;
 /// kernel holds a row: true for `per_row` when the padded row fits `Capacity` scale columns (one
 /// CTA), false for every other kind.
 template <cuda::std::int64_t Capacity, class Layout, class Scale>
-inline bool check_scale(checker& c, const Layout& layout, const Scale& scale) {
+inline bool check_scale(argument_checker& c, const Layout& layout, const Scale& scale) {
   if constexpr (cuda::std::is_same_v<Scale, global_scale::per_row>) {
     c.scale(scale, layout.padded_rows());
     return layout.padded_cols() <= Capacity;
@@ -348,7 +348,7 @@ inline int blocks_per_thread_at(cuda::std::int64_t blocks, int wide) { return bl
 /// padded extent (so every padding byte is written; `locate`); a failure in `c` past 31-bit
 /// indexing.
 template <class Layout>
-inline void grid_extent(checker& c, const Layout& layout, int P, cuda::std::uint32_t& tiles_per_row, cuda::std::uint32_t& total) {
+inline void grid_extent(argument_checker& c, const Layout& layout, int P, cuda::std::uint32_t& tiles_per_row, cuda::std::uint32_t& total) {
   const cuda::std::int64_t tiles = cuda::ceil_div(layout.padded_cols(), cuda::std::int64_t{lanes} * P);
   c.grid(layout.padded_rows() * tiles * lanes, "padded rows x scale columns of the output layout, in tiles of 32 x blocks per thread");
   c.grid(layout.padded_cols(), "padded scale columns of the output layout");

@@ -163,7 +163,7 @@ inline constexpr cuda::std::int64_t granule_of<gate_up::interleaved<G>> = G;
 /// The gate/up input of an output I columns wide: [rows, 2I], 2I = gate_up.cols, I a multiple of
 /// the interleave granule.
 template <class GateUp, class T>
-inline void check_gate_up(checker& c, const matrix_view<T>& gate_up, cuda::std::int64_t rows, cuda::std::int64_t I) {
+inline void check_gate_up(argument_checker& c, const matrix_view<T>& gate_up, cuda::std::int64_t rows, cuda::std::int64_t I) {
   c.matrix(gate_up, "gate_up", 2, 2, "gate and up halves");
   c.require(gate_up.rows == rows && gate_up.cols == 2 * I, status::bad_shape,
             "gate_up is [%lld, %lld] but the output is [%lld, %lld]: gate_up must be [M, 2I] for an [M, I] output",

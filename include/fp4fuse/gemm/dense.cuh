@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "fp4fuse/config.cuh"
-#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/launch.cuh"
 #include "fp4fuse/gemm/mma_sync.cuh"
 #include "fp4fuse/gemm/sm90.cuh"
 #include "fp4fuse/status.hpp"
@@ -88,7 +88,7 @@ inline bool wgmma_runs_here() {
 /// The dense GEMM's arguments, each refusal with a sentence: X and W non-null and 16-byte
 /// aligned (TMA), M >= 1, N and K >= 8 and multiples of 8 (16-byte rows), and the kernels' int
 /// tile and unit counts in range.
-inline void check_gemm(checker& c, const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K) {
+inline void check_gemm(fp4fuse::argument_checker& c, const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K) {
   c.not_null(x, "x");
   c.not_null(w, "w");
   c.aligned(x, 16, "x", "TMA and 16-byte vector loads");
@@ -128,7 +128,7 @@ inline engine resolve(engine e) {
 template <class Epilogue>
 result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi, engine e,
             cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr, const sm90::workspace* workspace = nullptr) {
-  detail::checker c("fp4fuse::gemm::gemm");
+  fp4fuse::argument_checker c("fp4fuse::gemm::gemm");
   detail::check_gemm(c, x, w, M, N, K);
   if (!c) return c.outcome();
   if (const result v = sm90::validate_plan(force_plan); !v) return v;

@@ -44,7 +44,7 @@ result amax(const matrix_view<T>& in, float* amax, const Scale& scale, NanPolicy
   static_assert(cuda::std::is_same_v<NanPolicy, nan_policy::ignore> || cuda::std::is_same_v<NanPolicy, nan_policy::propagate>,
                 "fp4fuse::amax: the option must be nan_policy::ignore{} or nan_policy::propagate{}");
   constexpr int V = detail::vec_elems<E>;
-  detail::checker c("fp4fuse::amax");
+  argument_checker c("fp4fuse::amax");
   c.matrix(in, "in", 0, V, V == 8 ? "16-byte vectors of 8 bf16/half elements" : "16-byte vectors of 4 floats");
   c.not_null(amax, "amax");
   c.aligned(amax, 4, "amax", "a float");
@@ -57,20 +57,20 @@ result amax(const matrix_view<T>& in, float* amax, const Scale& scale, NanPolicy
   float* const global_encode_scale = const_cast<float*>(detail::scale_pointer(scale));
   constexpr const char* entry = "fp4fuse::amax";
   auto* kernel = &detail::amax_kernel<NanPolicy, E>;
-  if (result r = detail::check_kernel_image(kernel, entry); !r) return r;
+  if (result r = check_kernel_image(kernel, entry); !r) return r;
   int device = 0, sms = 0;
-  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return detail::cuda_failure(err, entry);
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return cuda_failure(err, entry);
   if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); err != cudaSuccess) {
-    return detail::cuda_failure(err, entry);
+    return cuda_failure(err, entry);
   }
-  if (const cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(float), stream); err != cudaSuccess) return detail::cuda_failure(err, entry);
+  if (const cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(float), stream); err != cudaSuccess) return cuda_failure(err, entry);
   if (vecs > 0) {
     const cuda::std::int64_t wanted = cuda::ceil_div(vecs, cuda::std::int64_t{detail::amax_threads});
     const int grid = static_cast<int>(wanted < sms * 8 ? wanted : sms * 8);
     kernel<<<grid, detail::amax_threads, 0, stream>>>(matrix_view<const E>{in.data, in.rows, in.cols, in.ld},
                                                       detail::fast_div(static_cast<cuda::std::uint32_t>(in.cols / V)),
                                                       static_cast<cuda::std::uint32_t>(vecs), reinterpret_cast<cuda::std::uint32_t*>(amax));
-    if (result r = detail::launch_result(entry); !r) return r;
+    if (result r = launch_result(entry); !r) return r;
   }
   if (global_encode_scale != nullptr) {
     return detail::launch(&detail::global_scale_kernel<>, 1, 1, stream, entry, static_cast<const float*>(amax), global_encode_scale);

@@ -43,7 +43,7 @@ result dequantize(const quantized_matrix<Format, Layout, const cuda::std::uint8_
   static_assert(!cuda::std::is_same_v<Scale, global_scale::per_row> && !cuda::std::is_same_v<Scale, global_scale::per_group>,
                 "fp4fuse::dequantize: takes global_scale::per_tensor (NVFP4) or global_scale::none (MXFP4); dequantize a row-scaled "
                 "matrix row by row, each with its own per_tensor");
-  detail::checker c("fp4fuse::dequantize");
+  argument_checker c("fp4fuse::dequantize");
   c.quantized(in, "in");
   c.scale(scale);
   c.matrix(out, "out", 1, Format::block_size, "the block size");

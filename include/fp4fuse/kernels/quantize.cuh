@@ -62,7 +62,7 @@ result quantize(const matrix_view<T>& in, const quantized_matrix<Format, Layout>
   static_assert(!cuda::std::is_same_v<Scale, global_scale::per_group>,
                 "fp4fuse::quantize: per_group scales need a grouped layout; quantize each group with its own global_scale::per_tensor");
   constexpr bool per_row = cuda::std::is_same_v<Scale, global_scale::per_row>;
-  detail::checker c("fp4fuse::quantize");
+  argument_checker c("fp4fuse::quantize");
   c.matrix(in, "in", 1, Format::block_size, Format::block_size == 16 ? "the NVFP4 block size" : "the MXFP4 block size");
   c.quantized(out, "out");
   constexpr int P_row = detail::row_blocks_per_thread<E>;

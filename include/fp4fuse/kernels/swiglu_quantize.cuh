@@ -66,7 +66,7 @@ result swiglu_quantize(const matrix_view<T>& gate_up, const quantized_matrix<For
   static_assert(!cuda::std::is_same_v<Scale, global_scale::per_group>,
                 "fp4fuse::swiglu_quantize: per_group scales need a grouped layout; quantize each group with its own global_scale::per_tensor");
   constexpr bool per_row = cuda::std::is_same_v<Scale, global_scale::per_row>;
-  detail::checker c("fp4fuse::swiglu_quantize");
+  argument_checker c("fp4fuse::swiglu_quantize");
   c.quantized(out, "out");
   // A width that is not whole blocks would otherwise only show as a shape mismatch with the layout.
   c.require(gate_up.cols % (2 * Format::block_size) == 0, status::not_multiple_of_block,
@@ -120,7 +120,7 @@ result gated_activation(const matrix_view<T>& gate_up, const matrix_view<Out>& o
                 "fp4fuse::gated_activation: element types must be __nv_bfloat16, __half or float");
   static_assert(cuda::std::is_same_v<Scale, global_scale::none>,
                 "fp4fuse::gated_activation: the compact output has no global scale; pass global_scale::none{}");
-  detail::checker c("fp4fuse::gated_activation");
+  argument_checker c("fp4fuse::gated_activation");
   c.matrix(out, "out", 16, 16, "16 output columns per thread");
   detail::check_gate_up<GateUp>(c, gate_up, out.rows, out.cols);
   c.grid(out.rows * (out.cols / 16), "rows x 16-column chunks of the output");

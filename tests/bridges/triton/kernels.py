@@ -62,15 +62,8 @@ def elementwise_kernel(a_ptr, b_ptr, u_ptr, out_ptr, n, WHICH: tl.constexpr, BLO
     elif WHICH == 18:
         r = f4t.geglu_tanh(a, b).to(tl.uint32, bitcast=True)
     else:
-        v = tl.reshape(tl.load(a_ptr + 8 * i[:, None] + tl.arange(0, 8)[None, :], mask=m[:, None], other=0.0),
-                       [BLOCK, 2, 2, 2])
-        e0, e1 = tl.split(v)
-        e00, e01 = tl.split(e0)
-        e10, e11 = tl.split(e1)
-        a0, a4 = tl.split(e00)
-        a2, a6 = tl.split(e01)
-        a1, a5 = tl.split(e10)
-        a3, a7 = tl.split(e11)
+        a0, a1, a2, a3, a4, a5, a6, a7 = f4t.split8(tl.load(a_ptr + 8 * i[:, None] + tl.arange(0, 8)[None, :], mask=m[:, None],
+                                                            other=0.0))
         r = f4t.e2m1x8(a0, a1, a2, a3, a4, a5, a6, a7)
     tl.store(out_ptr + i, r.to(tl.uint32), mask=m)
 

@@ -38,5 +38,5 @@ from .extern import (e2m1x8, e2m1_encode, e4m3_encode, e2m1_decode, e4m3_decode,
                      swiglu_clamped_fast, geglu_tanh)
 from .tile import (NVFP4_TE_EXACT, NVFP4_VLLM, MXFP4_MX_OCP, MXFP4_MX_ROUND_UP, SWIGLU, SWIGLU_FAST,  # noqa: E402,F401
                    SWIGLU_CLAMPED, SWIGLU_CLAMPED_FAST, GEGLU_TANH, LINEAR, SWIZZLED_128X4, activate, block_size,
-                   deinterleave8, quantize_blocks, row_encode_scale, scale_offsets, store_quantized,
+                   deinterleave8, quantize_blocks, row_encode_scale, scale_offsets, split8, store_quantized,
                    store_quantized_dense, store_quantized_grouped, swiglu_store_quantized)

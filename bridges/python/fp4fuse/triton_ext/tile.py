@@ -73,6 +73,23 @@ def deinterleave8(acc):
 
 
 @triton.jit
+def split8(v):
+    """The eight elements of the last axis (of length 8) of v as eight tensors of v's other axes,
+    element 0 first: the operands of the C ABI's 8-value functions (`e2m1x8`)."""
+    tl.static_assert(v.shape[len(v.shape) - 1] == 8, "fp4fuse.triton_ext.split8: the last axis must have 8 elements")
+    # tl.split peels a last axis of 2: with the 8 as [2, 2, 2], element i = 4 b2 + 2 b1 + b0 comes
+    # out of the third split first (b0), then the second (b1), then the first (b2).
+    e0, e1 = tl.split(tl.reshape(v, v.shape[:-1] + [2, 2, 2]))
+    e00, e01 = tl.split(e0)
+    e10, e11 = tl.split(e1)
+    a0, a4 = tl.split(e00)
+    a2, a6 = tl.split(e01)
+    a1, a5 = tl.split(e10)
+    a3, a7 = tl.split(e11)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@triton.jit
 def _mul_rn(a, b):
     # One IEEE product, never fused into an fma and never flushed (the codec's x * multiplier).
     return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.float32, is_pure=True,
@@ -132,15 +149,7 @@ def quantize_blocks(h, S, FORMAT: tl.constexpr):
         S2 = S
     code, mult = _scale_for(amax, S2, FORMAT)
     y = _mul_rn(h3, mult[:, :, None])
-    # Element i = 4 b2 + 2 b1 + b0 of each group of 8; tl.split peels the last axis.
-    y = tl.reshape(y, [BM, BN // 8, 2, 2, 2])
-    e0, e1 = tl.split(y)
-    e00, e01 = tl.split(e0)
-    e10, e11 = tl.split(e1)
-    a0, a4 = tl.split(e00)
-    a2, a6 = tl.split(e01)
-    a1, a5 = tl.split(e10)
-    a3, a7 = tl.split(e11)
+    a0, a1, a2, a3, a4, a5, a6, a7 = split8(tl.reshape(y, [BM, BN // 8, 8]))
     words = x.e2m1x8(a0, a1, a2, a3, a4, a5, a6, a7)
     return words, code
 

@@ -1,16 +1,16 @@
 #pragma once
-// The launch and validation helpers the GEMM engine shares with the library's standalone
-// kernels: the argument checker (a sentence per refusal), the CUDA-error mapping, the kernel-image
-// check and the post-launch check. The one place the gemm module reaches the library's internals;
-// everything else in include/fp4fuse/gemm/ names these through fp4fuse::gemm::detail.
-#include "fp4fuse/detail/launch.cuh"
+// The GEMM engine's short names for the library's public launch and validation helpers
+// (fp4fuse/launch.cuh): the engine's launchers check their arguments, map CUDA errors and check
+// kernel images and launches exactly as the library's standalone launchers do, through the public
+// API only. The sm_90a engine's files name them through fp4fuse::gemm::detail.
+#include "fp4fuse/launch.cuh"
 
 namespace fp4fuse::gemm::detail {
 
-using fp4fuse::detail::check_kernel_image;
-using fp4fuse::detail::checker;
-using fp4fuse::detail::cuda_failure;
-using fp4fuse::detail::is_aligned;
-using fp4fuse::detail::launch_result;
+using checker = fp4fuse::argument_checker;
+using fp4fuse::check_kernel_image;
+using fp4fuse::cuda_failure;
+using fp4fuse::is_aligned;
+using fp4fuse::launch_result;
 
 }  // namespace fp4fuse::gemm::detail

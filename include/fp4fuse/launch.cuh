@@ -1,0 +1,217 @@
+#pragma once
+/// \file launch.cuh
+/// The launch and validation helpers of every fp4fuse launcher, public so that kernels built on
+/// the library (the GEMM engine in fp4fuse/gemm/, a consumer's own launcher) refuse bad input and
+/// report CUDA errors the same way: `argument_checker` (every argument checked before the first
+/// CUDA call, the first failure a `result` whose sentence names the launcher, the argument and the
+/// requirement), `cuda_failure` (a CUDA error as a `result`: no device, no kernel image, other),
+/// `check_kernel_image` (before a launch) and `launch_result` (after it), and `is_aligned`.
+/// Host code.
+#include <cuda_runtime_api.h>
+
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+
+#include <cinttypes>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/vector_memory.cuh"
+#include "fp4fuse/format.cuh"
+#include "fp4fuse/global_scale.cuh"
+#include "fp4fuse/matrix_view.cuh"
+#include "fp4fuse/quantized_matrix.cuh"
+#include "fp4fuse/status.hpp"
+
+namespace fp4fuse {
+
+/// Whether the address `p` is a multiple of `bytes` (> 0).
+/// \code
+/// if (!fp4fuse::is_aligned(d_bias, 8)) { /* float2 loads would fault */ }
+/// \endcode
+inline bool is_aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+/// The one validation path of every launcher (the library's and the GEMM engine's): each check
+/// records the first failure as a `result` whose sentence names the entry point, the argument and
+/// the requirement; later checks of a failed checker record nothing. Nothing here touches the GPU,
+/// so a launcher validates completely before its first CUDA call. Every check returns the checker,
+/// so checks chain.
+/// \code
+/// inline fp4fuse::result my_launcher(const fp4fuse::matrix_view<const __nv_bfloat16>& x, const float* d_bias, int experts) {
+///   fp4fuse::argument_checker c("my_launcher");
+///   c.matrix(x, "x", 16, 16, "NVFP4 blocks").aligned(d_bias, 8, "d_bias", "float2 loads");
+///   c.require(experts > 0, fp4fuse::status::bad_shape, "experts = %d must be > 0", experts);
+///   if (!c) return c.outcome();  // "my_launcher: x.cols = 24 must be a multiple of 16 (NVFP4 blocks)"
+///   // ... launch, then fp4fuse::launch_result("my_launcher")
+///   return {};
+/// }
+/// \endcode
+class argument_checker {
+ public:
+  /// A checker for the launcher `entry_point` (the first words of every sentence; kept by pointer).
+  explicit argument_checker(const char* entry_point) : entry_(entry_point) {}
+
+  /// False once a check failed.
+  explicit operator bool() const { return !failed_; }
+  /// The first failure (or ok).
+  const result& outcome() const { return result_; }
+
+  /// Records "<entry>: <sentence>" with status `s` unless `ok`; `format` is a printf format for
+  /// `args` (the sentence is cut at 199 characters).
+  template <class... Args>
+  argument_checker& require(bool ok, status s, const char* format, Args... args) {
+    if (!ok && !failed_) {
+      failed_ = true;
+      char sentence[200];
+      if constexpr (sizeof...(Args) == 0) {
+        std::snprintf(sentence, sizeof sentence, "%s", format);
+      } else {
+        std::snprintf(sentence, sizeof sentence, format, args...);
+      }
+      result_ = result::with(s, "%s: %s", entry_, sentence);
+    }
+    return *this;
+  }
+  /// `p` is not null (status::null_pointer).
+  argument_checker& not_null(const void* p, const char* name) { return require(p != nullptr, status::null_pointer, "%s is null", name); }
+  /// `p` is null or `bytes`-aligned (status::misaligned_pointer); `why` says what needs it.
+  argument_checker& aligned(const void* p, std::size_t bytes, const char* name, const char* why) {
+    return require(p == nullptr || is_aligned(p, bytes), status::misaligned_pointer, "%s (%p) must be %zu-byte aligned (%s)", name, p,
+                   bytes, why);
+  }
+
+  /// A row-major input/output matrix of T: data non-null and 16-byte aligned, rows >= 0,
+  /// cols >= min_cols and a multiple of `multiple` (why: `why`), ld >= cols and a whole number of
+  /// 16-byte vectors.
+  template <class T>
+  argument_checker& matrix(const matrix_view<T>& m, const char* name, cuda::std::int64_t min_cols, cuda::std::int64_t multiple, const char* why) {
+    using E = cuda::std::remove_const_t<T>;
+    char field[64];
+    std::snprintf(field, sizeof field, "%s.data", name);
+    not_null(m.data, field);
+    aligned(m.data, 16, field, "16-byte vector accesses");
+    require(m.rows >= 0, status::bad_shape, "%s.rows = %" PRId64 " must be >= 0", name, static_cast<std::int64_t>(m.rows));
+    require(m.cols >= min_cols, status::bad_shape, "%s.cols = %" PRId64 " must be >= %" PRId64, name, static_cast<std::int64_t>(m.cols),
+            static_cast<std::int64_t>(min_cols));
+    require(m.cols % multiple == 0, status::not_multiple_of_block, "%s.cols = %" PRId64 " must be a multiple of %" PRId64 " (%s)", name,
+            static_cast<std::int64_t>(m.cols), static_cast<std::int64_t>(multiple), why);
+    require(m.ld >= m.cols && m.ld % detail::vec_elems<E> == 0, status::bad_leading_dimension,
+            "%s.ld = %" PRId64 " must be >= %s.cols = %" PRId64 " and a multiple of %d elements (16 bytes of %s)", name,
+            static_cast<std::int64_t>(m.ld), name, static_cast<std::int64_t>(m.cols), detail::vec_elems<E>, detail::element_name<E>());
+    return *this;
+  }
+
+  /// A quantized matrix: packed and scales non-null, packed aligned to one block's bytes (one
+  /// store or load per block), scale columns > 0, ld_packed >= cols / 2 and a multiple of a
+  /// block's bytes.
+  template <class Format, class Layout, class Byte>
+  argument_checker& quantized(const quantized_matrix<Format, Layout, Byte>& q, const char* name) {
+    constexpr int block_bytes = Format::block_size / 2;
+    char field[64];
+    std::snprintf(field, sizeof field, "%s.packed", name);
+    not_null(q.packed, field);
+    aligned(q.packed, block_bytes, field, Format::block_size == 16 ? "one 8-byte access per NVFP4 block" : "one 16-byte access per MXFP4 block");
+    std::snprintf(field, sizeof field, "%s.scales", name);
+    not_null(q.scales, field);
+    require(q.layout.rows >= 0, status::bad_shape, "%s.layout.rows = %" PRId64 " must be >= 0", name,
+            static_cast<std::int64_t>(q.layout.rows));
+    require(q.layout.scale_cols > 0, status::bad_shape, "%s.layout.scale_cols = %" PRId64 " must be > 0 (columns / %d)", name,
+            static_cast<std::int64_t>(q.layout.scale_cols), Format::block_size);
+    require(q.ld_packed >= q.cols() / 2 && q.ld_packed % block_bytes == 0, status::bad_leading_dimension,
+            "%s.ld_packed = %" PRId64 " bytes must be >= cols / 2 = %" PRId64 " and a multiple of %d (one %s block)", name,
+            static_cast<std::int64_t>(q.ld_packed), static_cast<std::int64_t>(q.cols() / 2), block_bytes,
+            Format::block_size == 16 ? "NVFP4" : "MXFP4");
+    return *this;
+  }
+
+  /// The global scale's pointer (the kind is checked against the format at compile time, where
+  /// the launcher takes it): `none` has nothing to check; per_tensor's S and per_group's S non-null
+  /// and 4-byte aligned.
+  argument_checker& scale(global_scale::none) { return *this; }
+  /// \copydoc scale(global_scale::none)
+  argument_checker& scale(global_scale::per_tensor s) {
+    not_null(s.encode_scale, "scale.encode_scale (NVFP4's S, device memory)");
+    return aligned(s.encode_scale, 4, "scale.encode_scale", "a float");
+  }
+  /// \copydoc scale(global_scale::none)
+  argument_checker& scale(global_scale::per_group s) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per group, device memory)");
+    return aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+  }
+  /// per_row's S_r non-null and 4-byte aligned, with one CTA per padded row (`padded_rows`)
+  /// within the grid.
+  argument_checker& scale(global_scale::per_row s, cuda::std::int64_t padded_rows) {
+    not_null(s.encode_scales, "scale.encode_scales (one S per row, device memory)");
+    aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
+    return grid(padded_rows, "padded rows of the output layout (one CTA each)");
+  }
+
+  /// 32-bit grids: `threads` below 2^31 - 256.
+  argument_checker& grid(cuda::std::int64_t threads, const char* what) {
+    return require(threads < (cuda::std::int64_t(1) << 31) - 256, status::bad_shape,
+                   "%s = %" PRId64 " exceeds the kernel's 31-bit indexing", what, static_cast<std::int64_t>(threads));
+  }
+
+ private:
+  const char* entry_;
+  bool failed_ = false;
+  result result_{};
+};
+
+/// The `result` of a CUDA error met before or while launching: status::no_device for a machine
+/// without a usable GPU or driver (the sentence says which), status::unsupported_architecture for
+/// a missing kernel image, status::cuda_error otherwise; `result::cuda` holds `err`. Clears the
+/// runtime's last error, so the caller's next check does not see it again.
+/// \code
+/// if (const cudaError_t err = cudaMemsetAsync(d_amax, 0, 4, stream); err != cudaSuccess) {
+///   const fp4fuse::result r = fp4fuse::cuda_failure(err, "my_launcher");  // what my_launcher returns
+///   std::fprintf(stderr, "%s\n", r.message());                            // "my_launcher: ..."
+/// }
+/// \endcode
+inline result cuda_failure(cudaError_t err, const char* entry_point = "fp4fuse") {
+  (void)cudaGetLastError();  // the error is reported here, not left for the caller's next check
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || err == cudaErrorDevicesUnavailable) {
+    // The runtime reports a missing driver as an insufficient one: tell the two apart.
+    int driver = 0;
+    const bool no_driver = err == cudaErrorInsufficientDriver && (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0);
+    (void)cudaGetLastError();
+    result r = no_driver ? result::with(status::no_device, "%s: no usable CUDA device (no CUDA driver is installed)", entry_point)
+               : err == cudaErrorInsufficientDriver
+                   ? result::with(status::no_device, "%s: no usable CUDA device (the driver supports CUDA %d.%d; this build needs %d.%d or newer)",
+                                  entry_point, driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10)
+                   : result::with(status::no_device, "%s: no usable CUDA device (%s)", entry_point, cudaGetErrorString(err));
+    r.cuda = err;
+    return r;
+  }
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
+    result r = result::with(status::unsupported_architecture, "%s: this GPU has no kernel image in this build (%s); add its -gencode target",
+                            entry_point, cudaGetErrorString(err));
+    r.cuda = err;
+    return r;
+  }
+  result r = result::with(status::cuda_error, "%s: %s", entry_point, cudaGetErrorString(err));
+  r.cuda = err;
+  return r;
+}
+
+/// ok when the current device has an image of `kernel` in this build, else `cuda_failure` of the
+/// runtime's answer (status::unsupported_architecture, or status::no_device without a GPU): what a
+/// launcher checks before its launch, so that a missing `-gencode` target is a sentence.
+template <class Kernel>
+inline result check_kernel_image(Kernel* kernel, const char* entry_point = "fp4fuse") {
+  cudaFuncAttributes attributes{};
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
+  return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);
+}
+
+/// After a launch: ok, or `cuda_failure` of the launch's error (`cudaGetLastError`).
+inline result launch_result(const char* entry_point = "fp4fuse") {
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);
+}
+
+}  // namespace fp4fuse
