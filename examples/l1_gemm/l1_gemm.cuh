@@ -71,7 +71,7 @@ inline fp4fuse::result validate_problem(const problem& p) {
   if (p.T < 1 || p.H < 8 || p.I < 16) return {status::bad_shape};
   if (p.I % 16 != 0 || p.H % 8 != 0) return {status::not_multiple_of_block};
   if (p.I > (1 << 29) / 2 || static_cast<std::int64_t>(p.T) * p.I > (std::int64_t(1) << 40)) return {status::bad_shape};
-  if (!fp4fuse::detail::is_aligned(p.packed, 8) || !fp4fuse::detail::is_aligned(p.global_encode_scale, 4)) {
+  if (!fp4fuse::is_aligned(p.packed, 8) || !fp4fuse::is_aligned(p.global_encode_scale, 4)) {
     return {status::misaligned_pointer};
   }
   return {};
@@ -89,7 +89,7 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
   const fp4fuse::quantized_matrix<format, layout> out{p.packed, I / 2, p.scales, layout{T, I / 16}};
   if constexpr (std::is_same_v<Flow, flow::interleaved_bf16>) {
     if (p.gate_up == nullptr) return {status::null_pointer};
-    if (!fp4fuse::detail::is_aligned(p.gate_up, 16)) return {status::misaligned_pointer};
+    if (!fp4fuse::is_aligned(p.gate_up, 16)) return {status::misaligned_pointer};
     // validate_problem covered what the second kernel checks (but for its grid limit, which no
     // problem that fits in memory reaches): an error launches nothing.
     const fp4fuse::matrix_view<__nv_bfloat16> gu{p.gate_up, T, 2 * I, 2 * I};
@@ -97,7 +97,7 @@ fp4fuse::result run(const problem& p, Flow, const Activation& act, engine e, cud
     return fp4fuse::swiglu_quantize<gate_up>(gu, out, fp4fuse::global_scale::per_tensor{p.global_encode_scale}, act, stream);
   } else if constexpr (std::is_same_v<Flow, flow::compact_bf16>) {
     if (p.h == nullptr) return {status::null_pointer};
-    if (!fp4fuse::detail::is_aligned(p.h, 16)) return {status::misaligned_pointer};
+    if (!fp4fuse::is_aligned(p.h, 16)) return {status::misaligned_pointer};
     const fp4fuse::matrix_view<__nv_bfloat16> h{p.h, T, I, I};
     if (const fp4fuse::result r = gemm(p.x, p.w, p.T, 2 * p.I, p.H, swiglu_bf16<Activation>{h, act}, e, stream, force_plan); !r) {
       return r;

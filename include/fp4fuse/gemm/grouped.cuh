@@ -145,7 +145,7 @@ struct expert_names {
 /// inputs, E and the offsets, the gate/up width N = 2I (`n_name` says which argument holds it),
 /// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
 /// this GPU runs the sm_90a kernels.
-inline void check_launch(fp4fuse::gemm::detail::checker& c, const inputs& in, index_t N, const char* n_name, int experts,
+inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts,
                          const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
@@ -174,7 +174,7 @@ inline void check_launch(fp4fuse::gemm::detail::checker& c, const inputs& in, in
     // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.
     int device = 0;
     if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) {
-      const fp4fuse::result r = fp4fuse::gemm::detail::cuda_failure(err, "");  // ": no usable CUDA device (...)"
+      const fp4fuse::result r = fp4fuse::cuda_failure(err, "");  // ": no usable CUDA device (...)"
       c.require(r.code != status::no_device, status::no_device, "%s", r.message() + 2);
     }
   }
@@ -208,7 +208,7 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_fused");
+  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
@@ -219,7 +219,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                        {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
-    return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
+    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
   }
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
@@ -231,7 +231,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
 inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
                                 cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_bf16");
+  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
   c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
@@ -247,7 +247,7 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
 template <class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
-  fp4fuse::gemm::detail::checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
+  fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
   c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
   c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
             static_cast<long long>(in.x.rows));

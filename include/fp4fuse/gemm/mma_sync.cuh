@@ -5,7 +5,7 @@
 // epilogue on each warp's fragments. Deliberately simple: 128 x 128 tiles, a 32-wide K step through
 // padded shared memory, 8 warps of 16 x 128. Correctness reference and fallback, not a fast path.
 #include <cuda/cmath>
-#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/launch.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 
 namespace fp4fuse::gemm::mma {
@@ -86,13 +86,13 @@ template <class Epilogue>
 result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream) {
   auto* kernel = &gemm_kernel<Epilogue>;
-  if (const fp4fuse::result image = fp4fuse::gemm::detail::check_kernel_image(kernel); !image) return image;
+  if (const fp4fuse::result image = fp4fuse::check_kernel_image(kernel); !image) return image;
   const dim3 grid(static_cast<unsigned>(cuda::ceil_div(N, block_n)), static_cast<unsigned>(cuda::ceil_div(M, block_m)));
   if (grid.y > 65535u) {
     return result::with(status::bad_shape, "fp4fuse::gemm::mma::launch: M = %d needs more than 65535 row blocks of 128", M);
   }
   kernel<<<grid, threads, 0, stream>>>(x, w, M, N, K, epi);
-  return fp4fuse::gemm::detail::launch_result();
+  return fp4fuse::launch_result();
 }
 
 }  // namespace fp4fuse::gemm::mma

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/launch.cuh"
 #include "fp4fuse/status.hpp"
 
 #include "fp4fuse/gemm/sm90/kernels.cuh"
@@ -78,19 +78,19 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   // starts without it); the image check and the number of clusters resident at once (the grid of
   // every later launch) once per kernel and device, cached only when they succeed.
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
-  if (device < 0 || device >= 64) return fp4fuse::gemm::detail::cuda_failure(cudaErrorInvalidDevice, "fp4fuse::gemm::sm90::launch");
+  if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, "fp4fuse::gemm::sm90::launch");
   int resident = resident_per_device[device].load(std::memory_order_relaxed);
   if (resident == 0) {
-    if (const result image = fp4fuse::gemm::detail::check_kernel_image(kernel); !image) return image;
+    if (const result image = fp4fuse::check_kernel_image(kernel); !image) return image;
   }
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   if (resident == 0) {
     resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
     if constexpr (Cluster > 1) {
       launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-      if (resident < 1) return fp4fuse::gemm::detail::cuda_failure(cudaErrorInvalidConfiguration, "fp4fuse::gemm::sm90::launch");
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+      if (resident < 1) return fp4fuse::cuda_failure(cudaErrorInvalidConfiguration, "fp4fuse::gemm::sm90::launch");
     }
     resident_per_device[device].store(resident, std::memory_order_relaxed);
   }
@@ -101,7 +101,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
                           AlongN ? BlockN : BlockN / Cluster);
   }
-  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s: %d units on %u CTAs (%d clusters resident)\n",
@@ -109,8 +109,8 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
                  units, launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
-  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-  return fp4fuse::gemm::detail::launch_result();
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  return fp4fuse::launch_result();
 }
 
 /// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
@@ -125,7 +125,7 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
@@ -157,9 +157,9 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
     return run();
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   if (capture != cudaStreamCaptureStatusNone) {
-    return fp4fuse::gemm::detail::cuda_failure(cudaErrorStreamCaptureUnsupported,
+    return fp4fuse::cuda_failure(cudaErrorStreamCaptureUnsupported,
                                                "fp4fuse::gemm::sm90::launch (a K split under stream capture needs the caller's workspace)");
   }
   detail::stream_workspace* kept = nullptr;

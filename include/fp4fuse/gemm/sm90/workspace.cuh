@@ -22,7 +22,7 @@
 #include <mutex>
 #include <utility>
 
-#include "fp4fuse/gemm/detail/launch_support.cuh"
+#include "fp4fuse/launch.cuh"
 #include "fp4fuse/status.hpp"
 
 #include "fp4fuse/gemm/sm90/plan.cuh"
@@ -71,14 +71,14 @@ namespace detail {
 inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (need.partial_floats > ws.partial_floats || need.counter_count > ws.counter_count) {
-    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   }
   if (need.partial_floats > ws.partial_floats) {
     if (ws.partials != nullptr) cudaFree(ws.partials);
     ws.partials = nullptr;
     ws.partial_floats = 0;
     if ((err = cudaMalloc(&ws.partials, need.partial_floats * sizeof(float))) != cudaSuccess) {
-      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+      return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     ws.partial_floats = need.partial_floats;
   }
@@ -87,10 +87,10 @@ inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& ne
     ws.counters = nullptr;
     ws.counter_count = 0;
     if ((err = cudaMalloc(&ws.counters, need.counter_count * sizeof(unsigned))) != cudaSuccess) {
-      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+      return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     if ((err = cudaMemsetAsync(ws.counters, 0, need.counter_count * sizeof(unsigned), stream)) != cudaSuccess) {
-      return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+      return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
     ws.counter_count = need.counter_count;
   }
@@ -112,7 +112,7 @@ struct stream_workspace {
 /// own workspace.
 inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_workspace** out) {
   unsigned long long id = 0;
-  if (const cudaError_t err = cudaStreamGetId(stream, &id); err != cudaSuccess) return fp4fuse::gemm::detail::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+  if (const cudaError_t err = cudaStreamGetId(stream, &id); err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   static std::mutex mutex;
   static std::map<std::pair<int, unsigned long long>, stream_workspace> cache;  // map nodes never move
   const std::lock_guard<std::mutex> lock(mutex);
