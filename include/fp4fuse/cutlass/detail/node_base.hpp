@@ -1,9 +1,10 @@
 #pragma once
 /// \file cutlass/detail/node_base.hpp
 /// What the sm90 and sm100 nodes share: the host side of CUTLASS's visitor protocol (arguments,
-/// `can_implement`, no workspace, no producer loads) and the consumer's per-CTA-tile state (the
-/// group's output and codec, the scale padding beyond the tile grid at the end). The nodes differ
-/// only in which registers hold which accumulators (sm90: wgmma fragments; sm100: tcgen05.ld rows).
+/// `can_implement`, no workspace, no producer loads), and the consumer's per-CTA-tile state (the
+/// group's output and codec, the scale padding beyond the tile grid at the end) for the sm100 node.
+/// The sm90 node keeps its own tile state: deriving it from `node_tile` put the MXFP4 cooperative
+/// kernel's state on a 224-byte stack.
 #include <cstdio>
 
 #include <cuda/std/cstdint>
