@@ -457,6 +457,8 @@ class Runner:
     """Compiled kernels (one compile per variant serves every shape: the layouts are dynamic) and
     their launches on torch tensors."""
 
+    name = "moe_l1_cute_dsl"
+
     def __init__(self):
         import torch
         import cuda.bindings.driver as cuda
@@ -492,6 +494,16 @@ class Runner:
             if not ok:
                 raise ValueError(f"moe_l1_cute_dsl: {why}; got x {x.dtype} {tuple(x.shape)}, w {w.dtype} {tuple(w.shape)}")
 
+    def check_outputs(self, x, w, packed, scales):
+        """packed: contiguous uint8 [T, I/2]; scales: uint8, round_up(T, 128) * round_up(I/16, 4) bytes."""
+        T, I = x.shape[0], w.shape[0] // 2
+        pc = (I // 16 + 3) // 4 * 4
+        if packed.dtype != self.torch.uint8 or tuple(packed.shape) != (T, I // 2) or not packed.is_contiguous():
+            raise ValueError(f"{self.name}: packed must be a contiguous uint8 [T, I/2] = [{T}, {I // 2}]")
+        if scales.dtype != self.torch.uint8 or scales.numel() != (T + 127) // 128 * 128 * pc:
+            raise ValueError(f"{self.name}: scales must be uint8 of round_up(T, 128) * round_up(I/16, 4) = "
+                             f"{(T + 127) // 128 * 128 * pc} bytes")
+
     def dense(self, x, w, c):
         """c[T, 2I] (float32 or bfloat16) = x w^T."""
         self.check_args(x, w)
@@ -507,13 +519,7 @@ class Runner:
     def fused(self, x, w, packed, scales, S, act):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
         self.check_args(x, w)
-        T, I = x.shape[0], w.shape[0] // 2
-        pc = (I // 16 + 3) // 4 * 4
-        if packed.dtype != self.torch.uint8 or tuple(packed.shape) != (T, I // 2) or not packed.is_contiguous():
-            raise ValueError(f"moe_l1_cute_dsl: packed must be a contiguous uint8 [T, I/2] = [{T}, {I // 2}]")
-        if scales.dtype != self.torch.uint8 or scales.numel() != (T + 127) // 128 * 128 * pc:
-            raise ValueError(f"moe_l1_cute_dsl: scales must be uint8 of round_up(T, 128) * round_up(I/16, 4) = "
-                             f"{(T + 127) // 128 * 128 * pc} bytes")
+        self.check_outputs(x, w, packed, scales)
         a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
         pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
         key = ("nvfp4", act)
@@ -724,12 +730,14 @@ def table(rows):
     return "\n".join(out)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run_cli(doc, compile_only, runner, check, bench, table, compile_choices=("gemm", "epilogue")):
+    """The examples' command line: --compile-only (no GPU), or --check and / or --bench against the
+    nvcc-built reference (moe_l1_cute_dsl_ref.cu)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("lib", nargs="?", help="the nvcc-built reference (moe_l1_cute_dsl_ref.cu)")
     p.add_argument("--check", action="store_true")
     p.add_argument("--bench", action="store_true")
-    p.add_argument("--compile-only", choices=["gemm", "epilogue"], help="compile for CUTE_DSL_ARCH without a GPU")
+    p.add_argument("--compile-only", choices=list(compile_choices), help="compile for CUTE_DSL_ARCH without a GPU")
     p.add_argument("--sizes", default=None, help="comma-separated T (check: 64,200,512,4096; bench: 64,512,4096,16384)")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out")
@@ -743,7 +751,7 @@ def main():
 
     seed = int(os.environ.get("FP4FUSE_SEED", time.time_ns() % (1 << 31)))
     print(f"seed {seed}; {torch.cuda.get_device_name()}, torch {torch.__version__}, cutlass-dsl {f4.DSL_VERSION}", flush=True)
-    ref, run = Reference(a.lib), Runner()
+    ref, run = Reference(a.lib), runner()
     rc = 0
     if a.check:
         bad = check(run, ref, seed, [int(s) for s in (a.sizes or "64,200,512,4096").split(",")])
@@ -757,6 +765,10 @@ def main():
             with open(a.out, "w") as f:
                 f.write(t + "\n")
     return rc
+
+
+def main():
+    return run_cli(__doc__, compile_only, Runner, check, bench, table)
 
 
 if __name__ == "__main__":

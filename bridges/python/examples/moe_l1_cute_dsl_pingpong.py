@@ -24,13 +24,7 @@ quantize one row block of 32 interleaved gate/up columns with the row form
     python moe_l1_cute_dsl_pingpong.py LIBREF.so --bench [--sizes 64,512,4096,16384]  # tunes the tile per shape
     CUTE_DSL_ARCH=sm_90a python moe_l1_cute_dsl_pingpong.py --compile-only gemm        # no GPU
 """
-import argparse
-import ctypes
 import json
-import math
-import os
-import re
-import statistics
 import sys
 import time
 
@@ -44,8 +38,9 @@ from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
 from fp4fuse import cute_dsl as f4
 # shared with the cooperative example: models, the nvcc reference, the epilogue kernel, PTX facts, timing
-from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, Reference, epilogue_host, epilogue_only, interleave8,
-                             medians_us, ptx_facts, timing_probe)
+from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, epilogue_host, epilogue_only, interleave8,
+                             medians_us, ptx_facts, run_cli, timing_probe)
+from moe_l1_cute_dsl import Runner as CooperativeRunner
 
 TILE_K = 64
 EPI_M, EPI_N = 64, 32  # one epilogue piece: 64 rows x one NVFP4 block (32 interleaved gate/up columns -> 16 outputs)
@@ -397,44 +392,9 @@ def compile_only(which):
     print(json.dumps(out), flush=True)
 
 
-class Runner:
-    """Compiled kernels (one compile per variant serves every shape: the layouts are dynamic) and
-    their launches on torch tensors."""
-
-    def __init__(self):
-        import torch
-        import cuda.bindings.driver as cuda
-
-        self.torch = torch
-        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
-        self.stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-        self.compiled = {}
-        self.cache = {}
-
-    def _t(self, x, dyn_dim):
-        from cutlass.cute.runtime import from_dlpack
-
-        key = (x.data_ptr(), tuple(x.shape), tuple(x.stride()), x.dtype)
-        t = self.cache.get(key)
-        if t is None:
-            t = from_dlpack(x, assumed_align=16).mark_layout_dynamic(leading_dim=dyn_dim)
-            self.cache[key] = (t, x)  # keep x alive with its view
-            return t
-        return t[0]
-
-    @staticmethod
-    def mnl(x):
-        """[R, C] -> the GEMM's [R, C, 1] view (the batch mode's stride R*C, as the DSL's examples lay it out)."""
-        return x.as_strided((x.shape[0], x.shape[1], 1), (x.shape[1], 1, x.shape[0] * x.shape[1]))
-
-    def check_args(self, x, w):
-        need = [(x.dtype == self.torch.bfloat16 and x.is_contiguous() and x.dim() == 2, "x must be a contiguous bfloat16 [T, H]"),
-                (w.dtype == self.torch.bfloat16 and w.is_contiguous() and w.dim() == 2 and w.shape[1] == x.shape[1],
-                 "w must be a contiguous bfloat16 [2I, H] with x's H"),
-                (x.shape[1] % 8 == 0 and w.shape[0] % 32 == 0, "H must be a multiple of 8 (TMA: 16-byte rows) and 2I of 32")]
-        for ok, why in need:
-            if not ok:
-                raise ValueError(f"moe_l1_cute_dsl: {why}; got x {x.dtype} {tuple(x.shape)}, w {w.dtype} {tuple(w.shape)}")
+class Runner(CooperativeRunner):
+    """moe_l1_cute_dsl.Runner (argument checks, tensor cache) launching the ping-pong GEMMs, one
+    compile per variant and tile shape."""
 
     def dense(self, x, w, c, tile=(128, 128)):
         """c[T, 2I] (float32 or bfloat16) = x w^T (`tile`: one of TILES)."""
@@ -452,13 +412,7 @@ class Runner:
     def fused(self, x, w, packed, scales, S, act, tile=(128, 128)):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
         self.check_args(x, w)
-        T, I = x.shape[0], w.shape[0] // 2
-        pc = (I // 16 + 3) // 4 * 4
-        if packed.dtype != self.torch.uint8 or tuple(packed.shape) != (T, I // 2) or not packed.is_contiguous():
-            raise ValueError(f"moe_l1_cute_dsl: packed must be a contiguous uint8 [T, I/2] = [{T}, {I // 2}]")
-        if scales.dtype != self.torch.uint8 or scales.numel() != (T + 127) // 128 * 128 * pc:
-            raise ValueError(f"moe_l1_cute_dsl: scales must be uint8 of round_up(T, 128) * round_up(I/16, 4) = "
-                             f"{(T + 127) // 128 * 128 * pc} bytes")
+        self.check_outputs(x, w, packed, scales)
         a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
         pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
         key = ("nvfp4", act, tuple(tile))
@@ -582,38 +536,7 @@ def table(rows):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("lib", nargs="?", help="the nvcc-built reference (moe_l1_cute_dsl_ref.cu)")
-    p.add_argument("--check", action="store_true")
-    p.add_argument("--bench", action="store_true")
-    p.add_argument("--compile-only", choices=["gemm", "epilogue"], help="compile for CUTE_DSL_ARCH without a GPU")
-    p.add_argument("--sizes", default=None, help="comma-separated T (check: 64,200,512,4096; bench: 64,512,4096,16384)")
-    p.add_argument("--reps", type=int, default=15)
-    p.add_argument("--out")
-    a = p.parse_args()
-    if a.compile_only:
-        compile_only(a.compile_only)
-        return 0
-    if not a.lib:
-        p.error("the reference library path is required for --check and --bench")
-    import torch
-
-    seed = int(os.environ.get("FP4FUSE_SEED", time.time_ns() % (1 << 31)))
-    print(f"seed {seed}; {torch.cuda.get_device_name()}, torch {torch.__version__}, cutlass-dsl {f4.DSL_VERSION}", flush=True)
-    ref, run = Reference(a.lib), Runner()
-    rc = 0
-    if a.check:
-        bad = check(run, ref, seed, [int(s) for s in (a.sizes or "64,200,512,4096").split(",")])
-        print("CHECK PASS: fused NVFP4 bit-identical to fp4fuse::swiglu_quantize on the GEMM's fp32 accumulators" if bad == 0
-              else f"CHECK FAIL: {bad} bytes differ", flush=True)
-        rc = 1 if bad else 0
-    if a.bench:
-        t = table(bench(run, ref, [int(s) for s in (a.sizes or "64,512,4096,16384").split(",")], a.reps, seed))
-        print(t)
-        if a.out:
-            with open(a.out, "w") as f:
-                f.write(t + "\n")
-    return rc
+    return run_cli(__doc__, compile_only, Runner, check, bench, table, compile_choices=("gemm",))
 
 
 if __name__ == "__main__":

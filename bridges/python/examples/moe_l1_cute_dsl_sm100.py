@@ -44,9 +44,7 @@ LIBREF.so: moe_l1_cute_dsl_ref.cu built with nvcc for the Blackwell GPU (e.g. -a
 Any other compile target (sm_90a included) fails with a sentence before code generation: tcgen05
 exists on the sm_100 family only (moe_l1_cute_dsl_pingpong.py is the Hopper example).
 """
-import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -64,7 +62,7 @@ from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 from fp4fuse import cute_dsl as f4
 # the host side shared with the Hopper example: models, the nvcc reference, the check and the benchmark
 import moe_l1_cute_dsl as hopper
-from moe_l1_cute_dsl import ACT_CODE, Reference, ptx_facts
+from moe_l1_cute_dsl import ACT_CODE, ptx_facts
 
 try:  # nvidia-cutlass-dsl 4.8 moved it (utils.TmemAllocator is a deprecated alias there)
     from cutlass.memory import TmemAllocator
@@ -374,6 +372,8 @@ class Runner(hopper.Runner):
     """moe_l1_cute_dsl.Runner (argument checks, tensor cache, the epilogue kernel) launching the
     tcgen05 GEMMs."""
 
+    name = "moe_l1_cute_dsl_sm100"
+
     def dense(self, x, w, c):
         """c[T, 2I] (float32 or bfloat16) = x w^T."""
         self.check_args(x, w)
@@ -393,13 +393,7 @@ class Runner(hopper.Runner):
     def fused(self, x, w, packed, scales, S, act):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
         self.check_args(x, w)
-        T, I = x.shape[0], w.shape[0] // 2
-        pc = (I // 16 + 3) // 4 * 4
-        if packed.dtype != self.torch.uint8 or tuple(packed.shape) != (T, I // 2) or not packed.is_contiguous():
-            raise ValueError(f"moe_l1_cute_dsl_sm100: packed must be a contiguous uint8 [T, I/2] = [{T}, {I // 2}]")
-        if scales.dtype != self.torch.uint8 or scales.numel() != (T + 127) // 128 * 128 * pc:
-            raise ValueError(f"moe_l1_cute_dsl_sm100: scales must be uint8 of round_up(T, 128) * round_up(I/16, 4) = "
-                             f"{(T + 127) // 128 * 128 * pc} bytes")
+        self.check_outputs(x, w, packed, scales)
         a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
         pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
         key = ("nvfp4", act)
@@ -412,38 +406,7 @@ class Runner(hopper.Runner):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("lib", nargs="?", help="the nvcc-built reference (moe_l1_cute_dsl_ref.cu)")
-    p.add_argument("--check", action="store_true")
-    p.add_argument("--bench", action="store_true")
-    p.add_argument("--compile-only", choices=["gemm"], help="compile for CUTE_DSL_ARCH without a GPU")
-    p.add_argument("--sizes", default=None, help="comma-separated T (check: 64,200,512,4096; bench: 64,512,4096,16384)")
-    p.add_argument("--reps", type=int, default=15)
-    p.add_argument("--out")
-    a = p.parse_args()
-    if a.compile_only:
-        compile_only(a.compile_only)
-        return 0
-    if not a.lib:
-        p.error("the reference library path is required for --check and --bench")
-    import torch
-
-    seed = int(os.environ.get("FP4FUSE_SEED", time.time_ns() % (1 << 31)))
-    print(f"seed {seed}; {torch.cuda.get_device_name()}, torch {torch.__version__}, cutlass-dsl {f4.DSL_VERSION}", flush=True)
-    ref, run = Reference(a.lib), Runner()
-    rc = 0
-    if a.check:
-        bad = hopper.check(run, ref, seed, [int(s) for s in (a.sizes or "64,200,512,4096").split(",")])
-        print("CHECK PASS: fused NVFP4 bit-identical to fp4fuse::swiglu_quantize on the GEMM's fp32 accumulators" if bad == 0
-              else f"CHECK FAIL: {bad} bytes differ", flush=True)
-        rc = 1 if bad else 0
-    if a.bench:
-        t = hopper.table(hopper.bench(run, ref, [int(s) for s in (a.sizes or "64,512,4096,16384").split(",")], a.reps, seed))
-        print(t)
-        if a.out:
-            with open(a.out, "w") as f:
-                f.write(t + "\n")
-    return rc
+    return hopper.run_cli(__doc__, compile_only, Runner, hopper.check, hopper.bench, hopper.table, compile_choices=("gemm",))
 
 
 if __name__ == "__main__":
