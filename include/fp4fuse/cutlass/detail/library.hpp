@@ -83,7 +83,10 @@ struct library {
                                            Apply&& apply) {
     using GateUp = typename Op::gate_up_type;
     using Intermediate = typename Op::intermediate_type;
-    const auto run = [&](auto bias, auto amax) { apply(fused_epilogue{codec, sink::direct{out}, p.activation, GateUp{}, bias, amax, Intermediate{}}); };
+    const auto run = [&](auto bias, auto amax) {
+      const fused_epilogue op{codec, sink::direct{out}, p.activation, GateUp{}, bias, amax, Intermediate{}};
+      apply(op);
+    };
     const auto with_amax = [&](auto bias) {
       if (p.amax != nullptr) {
         run(bias, output_amax::global{p.amax});
@@ -105,26 +108,7 @@ struct library {
   template <int Tiles>
   CUTLASS_DEVICE static void quantize_warp_tile(const float (&acc)[Tiles][4], tile_origin origin, const SwiGluQuantizeArguments<Op>& p,
                                                 const dense_output& out, int group, const codec_type& codec) {
-    // Not through with_epilogue: handing the description to a lambda by reference put the MXFP4
-    // cooperative kernel's epilogue state on the stack (224 bytes of local memory, sm_90a).
-    using GateUp = typename Op::gate_up_type;
-    using Intermediate = typename Op::intermediate_type;
-    const auto run = [&](auto bias, auto amax) {
-      const fused_epilogue op{codec, sink::direct{out}, p.activation, GateUp{}, bias, amax, Intermediate{}};
-      mma_epilogue(op, acc, origin);
-    };
-    const auto with_amax = [&](auto bias) {
-      if (p.amax != nullptr) {
-        run(bias, output_amax::global{p.amax});
-      } else {
-        run(bias, output_amax::none{});
-      }
-    };
-    if (p.bias != nullptr) {
-      with_amax(column_bias{p.bias + group * p.bias_group_stride, 2 * out.cols()});
-    } else {
-      with_amax(no_bias{});
-    }
+    with_epilogue(p, out, group, codec, [&](const auto& op) { mma_epilogue(op, acc, origin); });
   }
 
   /// One thread's row segment `acc` (N consecutive gate/up columns of row origin.row from column
