@@ -109,13 +109,7 @@ int main(int argc, char** argv) {
   int idle_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto next = [&] { return bench::option_value(argc, argv, i); };
     if (a == "--routings-out") routings_out = next();
     else if (a == "--torch") torch_path = next();
     else if (a == "--markdown") markdown = next();

@@ -111,13 +111,7 @@ int main(int argc, char** argv) {
   g_reps = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    const auto next = [&] { return bench::option_value(argc, argv, i); };
     if (a == "--reps") g_reps = std::atoi(next());
     else if (a == "--sustain-ms") g_sustain_ms = std::atof(next());
     else if (a == "--only" || a == "--profile") {

@@ -142,4 +142,13 @@ __global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, f
   }
 }
 
+/// The value after argv[i] (the option `argv[i]`), advancing i; exits with a sentence when there is none.
+inline const char* option_value(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) {
+    std::fprintf(stderr, "%s needs a value\n", argv[i]);
+    std::exit(2);
+  }
+  return argv[++i];
+}
+
 }  // namespace bench
