@@ -31,7 +31,6 @@ using fp4fuse::gemm::resolve;
 using fp4fuse::gemm::store_bf16;
 using fp4fuse::gemm::swiglu_bf16;
 using fp4fuse::gemm::swiglu_nvfp4;
-using fp4fuse::gemm::with_bias;
 namespace sm90 = fp4fuse::gemm::sm90;
 
 /// The three flows, as compile-time tags.

@@ -228,7 +228,8 @@ void dense_expert(const grouped_problem<Start>& p, int e, const grouped_plan& pl
   const fp4fuse::gemm::sm90::launch_plan dp = dense_plan(plan);
   fp4fuse::result r;
   if (p.with_bias) {
-    const fp4fuse::gemm::with_bias<fp4fuse::gemm::swiglu_nvfp4<Activation>> biased{epi, p.bias.template as<float>() + std::size_t(e) * p.N, p.N};
+    const fp4fuse::gemm::swiglu_nvfp4<Activation, fp4fuse::intermediate::fp32, fp4fuse::recipe::te_exact, fp4fuse::column_bias> biased{
+        out, S, act, {p.bias.template as<float>() + std::size_t(e) * p.N, p.N}};
     r = fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H, biased, fp4fuse::gemm::engine::wgmma, nullptr, &dp);
   } else {
     r = fp4fuse::gemm::gemm(x_e, w_e, count, p.N, p.H, epi, fp4fuse::gemm::engine::wgmma, nullptr, &dp);

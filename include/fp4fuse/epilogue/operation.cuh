@@ -42,10 +42,11 @@ struct no_bias {
 /// A per-column bias of the [M, 2I] gate/up accumulator matrix (GPT-OSS), added in fp32 to gate and
 /// up before the activation: `data[c]` belongs to gate/up column c, in the epilogue's gate/up
 /// layout (`gate_up::interleaved<G>`: as the GEMM's columns; `gate_up::separate`: the gate's I
-/// values, then the up's I values). Columns c >= `count` keep their accumulator unchanged (not
-/// + 0, which would turn -0 into +0). `data` is read for every column below `count` (no bias is
-/// the type `no_bias`, not a null pointer). Fragment forms read two neighbouring columns at once:
-/// `data` 8-byte aligned there.
+/// values, then the up's I values). In the row form, columns c >= `count` keep their accumulator
+/// unchanged (not + 0, which would turn -0 into +0). `data` is read for every column below
+/// `count` (no bias is the type `no_bias`, not a null pointer). The fragment forms (`mma_add_bias`) read two
+/// neighbouring columns at once: `data` 8-byte aligned and `count` even there, and `count` the
+/// matrix's whole gate/up width (they add +0 past it, where nothing is stored).
 /// \code
 /// __host__ __device__ fp4fuse::column_bias expert_bias(const float* d_bias, std::int64_t I) {
 ///   return {d_bias, 2 * I};  // an expert's [2I] bias, in the GEMM's gate/up column order

@@ -244,31 +244,51 @@ FP4FUSE_DEVICE uint4 mxfp4_quad_block(const float (&acc)[Tiles][4], int half, in
 }
 
 }  // namespace detail
-namespace detail {
 
-/// The lane's accumulators with `bias` added (register r of n8 tile n: gate/up column col0 + 8n +
-/// `mma_m16n8_f32_fragment::col(lane, r)`): registers r and r + 1 are neighbouring columns, read
-/// as one float2 (`column_bias::data` 8-byte aligned, col0 even); columns >= count unchanged.
-template <int Tiles>
-FP4FUSE_DEVICE void add_fragment_bias(const column_bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4], cuda::std::int64_t col0,
-                                      int lane) {
-  FP4FUSE_UNROLL
-  for (int n = 0; n < Tiles; ++n) {
-    const cuda::std::int64_t col = col0 + 8 * n + mma_m16n8_f32_fragment::col(lane, 0);
-    float2 b = make_float2(0.0f, 0.0f);
-    const bool first = col < bias.count, second = col + 1 < bias.count;
-    if (second) {
-      b = *reinterpret_cast<const float2*>(bias.data + col);
-    } else if (first) {
-      b.x = bias.data[col];
-    }
+/// A warp's `mma.sync` m16n8 accumulator tiles with a per-column bias added, as the fragment
+/// adapters add the description's bias before the activation (`mma_epilogue` and `wgmma_epilogue`
+/// call it): register r of n8 tile n is gate/up column gate_up_col0 + 8n +
+/// `mma_m16n8_f32_fragment::col(lane, r)` and gets `data[col]` added in fp32 where col < `count`,
+/// +0 elsewhere (those columns are past the matrix when `count` is its gate/up width 2I, so no
+/// adapter stores them; a partial bias, count < 2I, is the row form's). For `no_bias`, a copy.
+/// Registers r and r + 1 are neighbouring columns, read as one 8-byte load: `column_bias::data`
+/// 8-byte aligned, `count` and gate_up_col0 even. `lane`: the calling lane, as the fragment map
+/// takes it (pass the value the caller's own stores use, so that their column arithmetic is
+/// shared). For a kernel that stores the biased accumulators itself (the GEMM engine's BF16
+/// epilogues). Per lane.
+/// \code
+/// __device__ void biased_tile(const float (&acc)[8][4], const float* d_bias, std::int64_t I, std::int64_t gate_up_col0) {
+///   float biased[8][4];
+///   fp4fuse::mma_add_bias(fp4fuse::column_bias{d_bias, 2 * I}, acc, biased, gate_up_col0, static_cast<int>(threadIdx.x % 32));
+/// }
+/// \endcode
+template <class Bias, int Tiles>
+FP4FUSE_DEVICE void mma_add_bias(const Bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4], cuda::std::int64_t gate_up_col0,
+                                 int lane) {
+  static_assert(cuda::std::is_same_v<Bias, no_bias> || cuda::std::is_same_v<Bias, column_bias>, "mma_add_bias: Bias must be no_bias or column_bias");
+  if constexpr (cuda::std::is_same_v<Bias, column_bias>) {
     FP4FUSE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      biased[n][2 * h] = first ? acc[n][2 * h] + b.x : acc[n][2 * h];
-      biased[n][2 * h + 1] = second ? acc[n][2 * h + 1] + b.y : acc[n][2 * h + 1];
+    for (int n = 0; n < Tiles; ++n) {
+      // With count and the column even, a pair is wholly below count or wholly past it.
+      const cuda::std::int64_t col = gate_up_col0 + 8 * n + mma_m16n8_f32_fragment::col(lane, 0);
+      const float2 b = col < bias.count ? *reinterpret_cast<const float2*>(bias.data + col) : make_float2(0.0f, 0.0f);
+      biased[n][0] = acc[n][0] + b.x;
+      biased[n][1] = acc[n][1] + b.y;
+      biased[n][2] = acc[n][2] + b.x;
+      biased[n][3] = acc[n][3] + b.y;
+    }
+  } else {
+    FP4FUSE_UNROLL
+    for (int n = 0; n < Tiles; ++n) {
+      FP4FUSE_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        biased[n][r] = acc[n][r];
+      }
     }
   }
 }
+
+namespace detail {
 
 /// The fragment epilogue's work with the stores: direct (`stage == nullptr`, Staged false) or the
 /// packed bytes of rows inside the matrix to `stage` (16 rows of blocks * block_bytes, Staged) and
@@ -469,7 +489,7 @@ FP4FUSE_DEVICE auto mma_run(const Op& op, const float (&acc)[Tiles][4], tile_ori
 /// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset` as
 /// well (both fp4fuse layouts) the row's part of the offset is computed once per row. Staged:
 /// `sink::staged::staging` holds `mma_staging_bytes<Tiles>` bytes, NVFP4 Tiles a multiple of 8.
-/// Bias: `column_bias::data` 8-byte aligned.
+/// Bias: added by `mma_add_bias` (`column_bias::data` 8-byte aligned, `count` even).
 ///
 /// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's
 /// amax (a reduce-scatter), computes that block's scale, shares the multiplier, encodes its own 4
@@ -498,7 +518,7 @@ FP4FUSE_DEVICE auto mma_epilogue(const fused_epilogue<Format, Sink, Activation, 
                 "mma_epilogue: sink::staged copies 16-byte rows: NVFP4 needs Tiles a multiple of 8 (2 blocks per row)");
   if constexpr (cuda::std::is_same_v<Bias, column_bias>) {
     float biased[Tiles][4];
-    detail::add_fragment_bias(op.bias, acc, biased, origin.gate_up_col, static_cast<int>(cuda::ptx::get_sreg_laneid()));
+    mma_add_bias(op.bias, acc, biased, origin.gate_up_col, static_cast<int>(cuda::ptx::get_sreg_laneid()));
     return detail::mma_run(op, biased, origin);
   } else {
     return detail::mma_run(op, acc, origin);

@@ -15,7 +15,9 @@
 // cover (the NVFP4 scales' 0x00, through the library's `write_scale_padding_beyond_grid`) and
 // nothing else; empty for outputs without padding.
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
-// `with_bias<E>` adds a per-column bias to the accumulators before any of them (GPT-OSS).
+// Each takes the library's bias type (`fp4fuse::no_bias`, the default, or `fp4fuse::column_bias`:
+// an expert's [2I] per-column bias, GPT-OSS) and adds it as the library's fragment adapters do:
+// `fp4fuse::mma_add_bias` for the BF16 stores, the fused epilogue's own bias for NVFP4.
 #include <cuda_bf16.h>
 
 #include <type_traits>
@@ -34,15 +36,32 @@ __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const fl
   epi.warp(frag::warp_tiles(acc), row0 + 16 * frag::warp_in_warpgroup(), col0);
 }
 
-/// Flow 1 (and the plain GEMM): D as BF16 [M, N].
+/// The accumulators as the epilogue's activation or store sees them: `acc` itself without a bias
+/// (no copy), else `biased` filled by the library's `mma_add_bias` (with the lane the stores use).
+template <class Bias, int Tiles>
+__device__ __forceinline__ const float (&biased_accumulators(const Bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4],
+                                                             index_t col0, int lane))[Tiles][4] {
+  if constexpr (std::is_same_v<Bias, fp4fuse::no_bias>) {
+    return acc;
+  } else {
+    fp4fuse::mma_add_bias(bias, acc, biased, col0, lane);
+    return biased;
+  }
+}
+
+/// Flow 1 (and the plain GEMM): D (+ bias) as BF16 [M, N].
+template <class Bias = fp4fuse::no_bias>
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
+  Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+  __device__ __forceinline__ void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
     const int lane = static_cast<int>(threadIdx.x % 32);
+    float biased[Tiles][4];
+    const float(&acc)[Tiles][4] = biased_accumulators(bias, in, biased, col0, lane);
 #pragma unroll
     for (int n = 0; n < Tiles; ++n) {
 #pragma unroll
@@ -65,17 +84,26 @@ struct store_bf16 {
   __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
-/// Flow 2: the compact SwiGLU output act(gate) * up as BF16 [M, I] (I = N / 2).
-template <class Activation>
+/// `store_bf16{out}`: the plain store.
+store_bf16(fp4fuse::matrix_view<__nv_bfloat16>) -> store_bf16<fp4fuse::no_bias>;
+/// `store_bf16{out, bias}`: the store of D + bias.
+template <class Bias>
+store_bf16(fp4fuse::matrix_view<__nv_bfloat16>, Bias) -> store_bf16<Bias>;
+
+/// Flow 2: the compact SwiGLU output act(gate + b_gate) * (up + b_up) as BF16 [M, I] (I = N / 2).
+template <class Activation, class Bias = fp4fuse::no_bias>
 struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [M, N / 2]
   Activation act;                           ///< the activation of gate (fp4fuse::activation)
+  Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+  __device__ __forceinline__ void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
     const int lane = static_cast<int>(threadIdx.x % 32);
+    float biased[Tiles][4];
+    const float(&acc)[Tiles][4] = biased_accumulators(bias, in, biased, col0, lane);
 #pragma unroll
     for (int g = 0; g < Tiles / 2; ++g) {  // n8 tile 2g is gate granule g, 2g + 1 its up granule
 #pragma unroll
@@ -99,15 +127,18 @@ struct swiglu_bf16 {
   __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
-/// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue).
-/// The global encode scale is static (calibrated), read from device memory as serving engines do.
-template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact>
+/// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue, its
+/// bias included). The global encode scale is static (calibrated), read from device memory as
+/// serving engines do.
+template <class Activation, class Intermediate = fp4fuse::intermediate::fp32, class Recipe = fp4fuse::recipe::te_exact,
+          class Bias = fp4fuse::no_bias>
 struct swiglu_nvfp4 {
   using format = fp4fuse::format::nvfp4<Recipe>;   ///< NVFP4 with `Recipe`
   using gate_up = fp4fuse::gate_up::interleaved<8>;  ///< W's gate/up rows interleaved by 8
   fp4fuse::quantized_matrix<format, fp4fuse::scale_layout::swizzled_128x4> out;  ///< packed [M, N / 4] bytes and 128x4 scales
   const float* global_encode_scale;  ///< S, device memory
   Activation act;                    ///< the activation of gate
+  Bias bias{};                       ///< `no_bias` or `column_bias` (the GEMM's column order), the description's
   /// The scales' padding granule in output rows and gate/up columns (128 x 4 scale blocks).
   static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;  ///< 128 rows
   /// 4 scale columns of 32 gate/up columns each.
@@ -115,7 +146,7 @@ struct swiglu_nvfp4 {
 
   /// The library's fused-epilogue description this binding builds per call.
   using operation = fp4fuse::fused_epilogue<format, fp4fuse::sink::direct<format, fp4fuse::scale_layout::swizzled_128x4>, Activation, gate_up,
-                                            fp4fuse::no_bias, fp4fuse::output_amax::none, Intermediate>;
+                                            Bias, fp4fuse::output_amax::none, Intermediate>;
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
@@ -128,7 +159,7 @@ struct swiglu_nvfp4 {
     fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
   }
   /// The library's description of this epilogue, its codec built from the global encode scale.
-  __device__ __forceinline__ operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act}; }
+  __device__ __forceinline__ operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act, gate_up{}, bias}; }
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
   __device__ __forceinline__ void prefetch() const {
@@ -143,49 +174,6 @@ struct swiglu_nvfp4 {
                                               {grid.covered_rows, grid.covered_cols / per_block}};
     fp4fuse::write_scale_padding_beyond_grid(out.scales, out.layout, scale_grid, {row0, col0 / per_block, {64, N / per_block}},
                                              static_cast<int>(threadIdx.x % 128), 128);
-  }
-};
-
-/// An epilogue `Inner` applied to acc + bias: `bias` holds one fp32 value per gate/up column (an
-/// expert's [2I] bias for GPT-OSS), read for the columns below `cols` only, and added to the
-/// accumulators in fp32 before the inner epilogue sees them (the activation then takes the biased
-/// gate and up). The wgmma form goes through the per-warp form.
-template <class Inner>
-struct with_bias {
-  Inner inner;        ///< the epilogue that sees acc + bias
-  const float* bias;  ///< [cols], 8-byte aligned
-  index_t cols;       ///< gate/up columns (2I)
-  /// The inner epilogue's padding granule (a bias changes no padding).
-  static constexpr index_t padding_rows = padding_granule<Inner>::rows;  ///< the inner epilogue's
-  static constexpr index_t padding_cols = padding_granule<Inner>::cols;  ///< the inner epilogue's
-
-  /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
-  template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
-    const int lane = static_cast<int>(threadIdx.x % 32);
-    float biased[Tiles][4];
-#pragma unroll
-    for (int n = 0; n < Tiles; ++n) {
-      // mma_m16n8_f32_fragment: c0, c2 at column 2 * (lane % 4), c1, c3 at the next one.
-      const index_t col = col0 + 8 * n + 2 * (lane % 4);
-      const float2 b = col < cols ? *reinterpret_cast<const float2*>(bias + col) : make_float2(0.0f, 0.0f);
-      biased[n][0] = acc[n][0] + b.x;
-      biased[n][1] = acc[n][1] + b.y;
-      biased[n][2] = acc[n][2] + b.x;
-      biased[n][3] = acc[n][3] + b.y;
-    }
-    inner.warp(biased, row0, col0);
-  }
-  /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
-  template <int Registers>
-  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
-    warpgroup_as_warps(*this, acc, row0, col0);
-  }
-  /// The inner epilogue's padding (a bias changes no padding).
-  template <int N>
-  __device__ __forceinline__ auto padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const
-      -> decltype(std::declval<const Inner&>().template padding_beyond<N>(grid, row0, col0)) {
-    inner.template padding_beyond<N>(grid, row0, col0);
   }
 };
 

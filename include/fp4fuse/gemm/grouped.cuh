@@ -70,9 +70,10 @@ namespace epilogue {
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
-  /// The dense epilogue of unit `u`'s group's rows.
-  __device__ __forceinline__ fp4fuse::gemm::store_bf16 rows_of(const sm90::work_unit& u) const {
-    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}};
+  /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
+  template <class Bias>
+  __device__ __forceinline__ fp4fuse::gemm::store_bf16<Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, b};
   }
 };
 
@@ -82,9 +83,10 @@ struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, I]
   Activation act;                           ///< the activation of gate
   const float* bias;                        ///< [E, 2I] or null
-  /// The dense epilogue of unit `u`'s group's rows.
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation> rows_of(const sm90::work_unit& u) const {
-    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act};
+  /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
+  template <class Bias>
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation, Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
+    return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act, b};
   }
 };
 
@@ -97,35 +99,38 @@ struct swiglu_nvfp4 {
   const float* bias;                ///< [E, 2I] or null
   /// Each expert's scales start at a 128-row band (the schedule's `group_band_row0`).
   static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
-  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S.
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate> rows_of(const sm90::work_unit& u) const {
+  /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S, and `b` (its bias, or none).
+  template <class Bias>
+  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate, fp4fuse::recipe::te_exact, Bias> rows_of(
+      const sm90::work_unit& u, const Bias& b) const {
     using layout_t = grouped_layout<ExpertStart>;
     const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_band_row0);
     const fp4fuse::quantized_matrix<format, layout> expert_out{out.packed + static_cast<index_t>(u.group_row0) * out.ld_packed,
                                                                out.ld_packed, out.scales + start * out.layout.padded_cols(),
                                                                layout{u.group_rows, out.layout.scale_cols}};
-    return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act};
+    return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act, b};
   }
 };
 
 /// Any of the three with the expert's bias where `bias` is set: `for_group` is what the kernels
-/// call. `Bias` is a compile-time choice (no bias, no cost).
+/// call. `Bias` is a compile-time choice (no bias, no cost): expert e's bias is the library's
+/// `fp4fuse::column_bias{bias + e * 2I, 2I}`, added as the library's fragment adapters add it.
 template <class Grouped, bool Bias>
 struct grouped {
   Grouped g;             ///< one of the three bindings above
   index_t gate_up_cols;  ///< 2I
   /// The bands the schedule numbers groups in (sm90::detail::group_band_rows of the binding).
   static constexpr int group_band_rows = sm90::detail::group_band_rows<Grouped>;
-  /// The dense epilogue `rows_of` binds.
-  using dense = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>()));
-  /// What `for_group` returns: `dense`, with the expert's bias where Bias.
-  using type = std::conditional_t<Bias, fp4fuse::gemm::with_bias<dense>, dense>;
+  /// The bias type of the dense epilogue: `column_bias` where Bias, else `no_bias`.
+  using bias_type = std::conditional_t<Bias, fp4fuse::column_bias, fp4fuse::no_bias>;
+  /// What `for_group` returns: the dense epilogue `rows_of` binds, with the expert's bias where Bias.
+  using type = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>(), bias_type{}));
   /// The epilogue of unit `u`'s group (what the kernels call).
   __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
-      return {g.rows_of(u), g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols};
+      return g.rows_of(u, fp4fuse::column_bias{g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols});
     } else {
-      return g.rows_of(u);
+      return g.rows_of(u, fp4fuse::no_bias{});
     }
   }
 };
