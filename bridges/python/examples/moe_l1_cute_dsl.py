@@ -41,7 +41,6 @@ T <= 4096 (H200 results: bench/results/cute2.md); this cooperative one is faster
 import argparse
 import ctypes
 import json
-import math
 import os
 import re
 import statistics
@@ -74,16 +73,7 @@ class MoeL1Gemm:
     (the fused SwiGLU -> NVFP4 epilogue with activation `act`)."""
 
     def __init__(self, out, act="swiglu"):
-        if out not in ("fp32", "bf16", "nvfp4"):
-            raise ValueError(f"MoeL1Gemm: out must be fp32, bf16 or nvfp4, got {out!r}")
-        if act not in ACT_CODE:
-            raise ValueError(f"MoeL1Gemm: act must be one of {tuple(ACT_CODE)}, got {act!r}")
-        self.out, self.act = out, act
-        self.is_fused = out == "nvfp4"
-        self.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
-        self.acc_dtype = Float32
-        self.ab_dtype = cutlass.BFloat16
-        self.tile_mnk = (TILE_M, TILE_N, TILE_K)
+        self._set_output(out, act, (TILE_M, TILE_N))
         self.atom_layout = (2, 1, 1)  # two consumer warp groups, 64 rows each
         self.num_mma_wg = 2
         self.threads = 128 * (1 + self.num_mma_wg)
@@ -93,6 +83,21 @@ class MoeL1Gemm:
         ab_bytes = (TILE_M + TILE_N) * TILE_K * 2
         self.ab_stage = (utils.get_smem_capacity_in_bytes("sm_90") - EPI_SMEM_BYTES - 1024) // ab_bytes
         self.epi_barrier = pipeline.NamedBarrier(barrier_id=1, num_threads=self.num_mma_threads)
+
+    def _set_output(self, out, act, tile):
+        """The output kind, the dtypes and the CTA tile (M, N); shared with the ping-pong variant,
+        which inherits the host side (dense, fused, _launch) and brings its own kernel."""
+        if out not in ("fp32", "bf16", "nvfp4"):
+            raise ValueError(f"MoeL1Gemm: out must be fp32, bf16 or nvfp4, got {out!r}")
+        if act not in ACT_CODE:
+            raise ValueError(f"MoeL1Gemm: act must be one of {tuple(ACT_CODE)}, got {act!r}")
+        self.out, self.act = out, act
+        self.is_fused = out == "nvfp4"
+        self.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
+        self.acc_dtype = Float32
+        self.ab_dtype = cutlass.BFloat16
+        self.tile_m, self.tile_n = tile
+        self.tile_mnk = (self.tile_m, self.tile_n, TILE_K)
 
     def _layouts(self):
         self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -106,8 +111,8 @@ class MoeL1Gemm:
     def dense(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, max_clusters: cutlass.Constexpr, stream):
         """D = a x b^T into c ([M, N, 1], fp32 or bf16) through TMA stores."""
         self._layouts()
-        tma_a, ta = self._tma_load(a, self.a_smem, (TILE_M, TILE_K))
-        tma_b, tb = self._tma_load(b, self.b_smem, (TILE_N, TILE_K))
+        tma_a, ta = self._tma_load(a, self.a_smem, (self.tile_m, TILE_K))
+        tma_b, tb = self._tma_load(b, self.b_smem, (self.tile_n, TILE_K))
         tma_c, tc = cute.nvgpu.cpasync.make_tiled_tma_atom(
             cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(self.c_smem, (None, None, 0)), self.epi_tile)
         self._launch(tma_a, ta, tma_b, tb, tma_c, tc, c, c, Float32(1.0), c.shape[0], c.shape[1], max_clusters, stream)
@@ -118,14 +123,14 @@ class MoeL1Gemm:
         """NVFP4(act(gate) * up) of D = a x b^T: packed [M, I/8] 32-bit words (8 E2M1 each), scales
         [round_up(M, 128) * round_up(I/16, 4)] bytes in the swizzled 128x4 layout; S the global scale."""
         self._layouts()
-        tma_a, ta = self._tma_load(a, self.a_smem, (TILE_M, TILE_K))
-        tma_b, tb = self._tma_load(b, self.b_smem, (TILE_N, TILE_K))
+        tma_a, ta = self._tma_load(a, self.a_smem, (self.tile_m, TILE_K))
+        tma_b, tb = self._tma_load(b, self.b_smem, (self.tile_n, TILE_K))
         # no TMA store here: the load atom of A stands in for the unused store atom's parameter
         self._launch(tma_a, ta, tma_b, tb, tma_a, ta, packed, scales, S, a.shape[0], b.shape[0], max_clusters, stream)
 
     @cute.jit
     def _launch(self, tma_a, ta, tma_b, tb, tma_c, tc, packed, scales, S, M, N, max_clusters: cutlass.Constexpr, stream):
-        num_tiles = (cute.ceil_div(M, TILE_M), cute.ceil_div(N, TILE_N), 1)
+        num_tiles = (cute.ceil_div(M, self.tile_m), cute.ceil_div(N, self.tile_n), 1)
         sched = utils.PersistentTileSchedulerParams(num_tiles, (1, 1, 1))
         grid = utils.StaticPersistentTileScheduler.get_grid_shape(sched, max_clusters)
 
@@ -308,7 +313,7 @@ class MoeL1Gemm:
                             blk = (tile[1] * TILE_N + (e - 1) * EPI_N) // 32 + which
                             for j in cutlass.range_constexpr(32):
                                 vals[j] = sC[(row, j, which)]
-                            self._quantize_store(vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks)
+                            quantize_store(self.act, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks)
                             self.epi_barrier.arrive_and_wait()  # the pieces may be overwritten
                 tiles_done += 1
                 sched.advance_to_next_work()
@@ -317,25 +322,33 @@ class MoeL1Gemm:
                 if warp == 4:
                     store_pipe.producer_tail()
 
-    @cute.jit
-    def _quantize_store(self, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks):
-        """One row's block `blk` (32 interleaved gate/up fp32 in `vals`) through the bridge's row form;
-        packed words and the scale byte to global memory. Rows past M get scale 0x00 (the layout's row
-        padding); the thread of the last real block also zeroes the layout's padding columns."""
-        if blk < n_blocks:
-            f4.swiglu_quantize_row(vals, pk, sc, am, out=16, S=S, activation=self.act)
-            code = sc[0]
-            if m < M:
-                mPacked[m, 2 * blk] = Int32(pk[0])
-                mPacked[m, 2 * blk + 1] = Int32(pk[1])
-            else:
-                code = Uint8(0)
-            # scale_layout::swizzled_128x4::offset(m, blk)
-            row_off = (m // 128) * (padded_blocks // 4) * 512 + (m % 32) * 16 + ((m % 128) // 32) * 4
-            mScales[row_off + (blk // 4) * 512 + blk % 4] = code
-            if blk == n_blocks - 1:
-                for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
-                    mScales[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
+
+# ---- one block of one row to global memory: shared by the three examples' epilogues ---------------
+@cute.jit
+def store_scale(mScales, code, m, blk, n_blocks, padded_blocks):
+    """The scale byte of row m, block `blk` at scale_layout::swizzled_128x4::offset(m, blk); the thread
+    of the last real block also zeroes the layout's padding columns of the row."""
+    row_off = (m // 128) * (padded_blocks // 4) * 512 + (m % 32) * 16 + ((m % 128) // 32) * 4
+    mScales[row_off + (blk // 4) * 512 + blk % 4] = code
+    if blk == n_blocks - 1:
+        for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
+            mScales[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
+
+
+@cute.jit
+def quantize_store(act: cutlass.Constexpr, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks):
+    """Row m's block `blk` (32 interleaved gate/up fp32 in `vals`) through the bridge's row form with
+    activation `act`; packed words and the scale byte to global memory. Rows past M get scale 0x00
+    (the layout's row padding)."""
+    if blk < n_blocks:
+        f4.swiglu_quantize_row(vals, pk, sc, am, out=16, S=S, activation=act)
+        code = sc[0]
+        if m < M:
+            mPacked[m, 2 * blk] = Int32(pk[0])
+            mPacked[m, 2 * blk + 1] = Int32(pk[1])
+        else:
+            code = Uint8(0)
+        store_scale(mScales, code, m, blk, n_blocks, padded_blocks)
 
 
 # ---- the epilogue alone (also compiled for sm_100a: wgmma exists on sm_90a only) --------------

@@ -36,10 +36,10 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass import Float32, Int32, Uint8, Uint32
 from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
-from fp4fuse import cute_dsl as f4
 # shared with the cooperative example: models, the nvcc reference, the epilogue kernel, PTX facts, timing
 from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, epilogue_host, epilogue_only, interleave8,
-                             medians_us, ptx_facts, run_cli, timing_probe)
+                             medians_us, ptx_facts, quantize_store, run_cli, store_scale, timing_probe)
+from moe_l1_cute_dsl import MoeL1Gemm as CooperativeGemm
 from moe_l1_cute_dsl import Runner as CooperativeRunner
 
 TILE_K = 64
@@ -48,7 +48,7 @@ EPI_SMEM_BYTES = 32 * 1024  # the same in every variant, so that the mainloops m
 TILES = ((128, 128), (64, 256), (64, 128), (64, 64))  # per consumer warp group (M, N); the benchmark tries each
 
 
-class MoeL1Gemm:
+class MoeL1Gemm(CooperativeGemm):
     """The warp-specialized TMA + wgmma GEMM; `out` = "fp32", "bf16" (TMA store of D) or "nvfp4"
     (the fused SwiGLU -> NVFP4 epilogue with activation `act`); `tile` = (M, N) of one consumer
     warp group's output tile (one of TILES).
@@ -60,19 +60,9 @@ class MoeL1Gemm:
     shared pipeline; each stage is consumed by one warp group, which skips the other's k-tiles."""
 
     def __init__(self, out, act="swiglu", tile=(128, 128)):
-        if out not in ("fp32", "bf16", "nvfp4"):
-            raise ValueError(f"MoeL1Gemm: out must be fp32, bf16 or nvfp4, got {out!r}")
-        if act not in ACT_CODE:
-            raise ValueError(f"MoeL1Gemm: act must be one of {tuple(ACT_CODE)}, got {act!r}")
         if tuple(tile) not in TILES:
             raise ValueError(f"MoeL1Gemm: tile must be one of {TILES} (per warp group, at most 128 accumulators a thread), got {tile!r}")
-        self.out, self.act = out, act
-        self.is_fused = out == "nvfp4"
-        self.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
-        self.acc_dtype = Float32
-        self.ab_dtype = cutlass.BFloat16
-        self.tile_m, self.tile_n = tile
-        self.tile_mnk = (self.tile_m, self.tile_n, TILE_K)
+        self._set_output(out, act, tile)
         self.threads = 128 * 3  # warp group 0: the producer; 1 and 2: the ping-pong consumers
         self.epi_tile = (EPI_M, EPI_N)
         # epilogue buffers per consumer warp group (the two groups' epilogues may overlap)
@@ -87,49 +77,6 @@ class MoeL1Gemm:
         self.a_smem = sm90_utils.make_smem_layout_a(utils.LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.ab_stage)
         self.b_smem = sm90_utils.make_smem_layout_b(utils.LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.ab_stage)
         self.c_smem = sm90_utils.make_smem_layout_epi(self.c_dtype, utils.LayoutEnum.ROW_MAJOR, self.epi_tile, 2 * self.epi_stage)
-
-    @cute.jit
-    def dense(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, max_clusters: cutlass.Constexpr, stream):
-        """D = a x b^T into c ([M, N, 1], fp32 or bf16) through TMA stores."""
-        self._layouts()
-        tma_a, ta = self._tma_load(a, self.a_smem, (self.tile_m, TILE_K))
-        tma_b, tb = self._tma_load(b, self.b_smem, (self.tile_n, TILE_K))
-        tma_c, tc = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(self.c_smem, (None, None, 0)), self.epi_tile)
-        self._launch(tma_a, ta, tma_b, tb, tma_c, tc, c, c, Float32(1.0), c.shape[0], c.shape[1], max_clusters, stream)
-
-    @cute.jit
-    def fused(self, a: cute.Tensor, b: cute.Tensor, packed: cute.Tensor, scales: cute.Tensor, S: Float32,
-              max_clusters: cutlass.Constexpr, stream):
-        """NVFP4(act(gate) * up) of D = a x b^T: packed [M, I/8] 32-bit words (8 E2M1 each), scales
-        [round_up(M, 128) * round_up(I/16, 4)] bytes in the swizzled 128x4 layout; S the global scale."""
-        self._layouts()
-        tma_a, ta = self._tma_load(a, self.a_smem, (self.tile_m, TILE_K))
-        tma_b, tb = self._tma_load(b, self.b_smem, (self.tile_n, TILE_K))
-        # no TMA store here: the load atom of A stands in for the unused store atom's parameter
-        self._launch(tma_a, ta, tma_b, tb, tma_a, ta, packed, scales, S, a.shape[0], b.shape[0], max_clusters, stream)
-
-    @cute.jit
-    def _launch(self, tma_a, ta, tma_b, tb, tma_c, tc, packed, scales, S, M, N, max_clusters: cutlass.Constexpr, stream):
-        num_tiles = (cute.ceil_div(M, self.tile_m), cute.ceil_div(N, self.tile_n), 1)
-        sched = utils.PersistentTileSchedulerParams(num_tiles, (1, 1, 1))
-        grid = utils.StaticPersistentTileScheduler.get_grid_shape(sched, max_clusters)
-
-        @cute.struct
-        class Storage:
-            bars: cute.struct.MemRange[cutlass.Int64, self.ab_stage * 2]
-            sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.a_smem)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(self.b_smem)], 1024]
-            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(self.c_smem)], 1024]
-
-        self.storage = Storage
-        self.kernel(tma_a, ta, tma_b, tb, tma_c, tc, packed, scales, S, M, N, self.tiled_mma, self.a_smem, self.b_smem,
-                    self.c_smem, sched).launch(grid=grid, block=[self.threads, 1, 1], cluster=(1, 1, 1), stream=stream)
-
-    @staticmethod
-    def _tma_load(t, smem_staged, tile):
-        return cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), t,
-                                                      cute.slice_(smem_staged, (None, None, 0)), tile)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,
@@ -321,8 +268,10 @@ class MoeL1Gemm:
                             pad_half = False
                             if cutlass.const_expr(self.tile_m == 64):
                                 pad_half = (tile[0] == m_tiles - 1) & (tile[0] % 2 == 0)
-                            self._quantize_store(vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks,
-                                                 pad_half)
+                            quantize_store(self.act, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks)
+                            if pad_half:  # row m + 64 is the band's padding: scale 0x00
+                                if blk < n_blocks:
+                                    store_scale(mScales, Uint8(0), m + 64, blk, n_blocks, padded_blocks)
                             cute.arch.barrier(barrier_id=bar_id, number_of_threads=128)  # the pieces may be overwritten
                 my_tiles += 1
                 sched.advance_to_next_work(advance_count=2)
@@ -330,34 +279,6 @@ class MoeL1Gemm:
             if cutlass.const_expr(not self.is_fused):
                 if wtid < 32:
                     store_pipe.producer_tail()
-
-    @cute.jit
-    def _quantize_store(self, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks, pad_half):
-        """One row's block `blk` (32 interleaved gate/up fp32 in `vals`) through the bridge's row form;
-        packed words and the scale byte to global memory. Rows past M get scale 0x00 (the layout's row
-        padding; with pad_half also row m + 64); the thread of the last real block also zeroes the
-        layout's padding columns."""
-        if blk < n_blocks:
-            f4.swiglu_quantize_row(vals, pk, sc, am, out=16, S=S, activation=self.act)
-            code = sc[0]
-            if m < M:
-                mPacked[m, 2 * blk] = Int32(pk[0])
-                mPacked[m, 2 * blk + 1] = Int32(pk[1])
-            else:
-                code = Uint8(0)
-            # scale_layout::swizzled_128x4::offset(m, blk)
-            row_off = (m // 128) * (padded_blocks // 4) * 512 + (m % 32) * 16 + ((m % 128) // 32) * 4
-            mScales[row_off + (blk // 4) * 512 + blk % 4] = code
-            if blk == n_blocks - 1:
-                for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
-                    mScales[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
-            if pad_half:
-                m2 = m + 64
-                row_off2 = (m2 // 128) * (padded_blocks // 4) * 512 + (m2 % 32) * 16 + ((m2 % 128) // 32) * 4
-                mScales[row_off2 + (blk // 4) * 512 + blk % 4] = Uint8(0)
-                if blk == n_blocks - 1:
-                    for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
-                        mScales[row_off2 + (p // 4) * 512 + p % 4] = Uint8(0)
 
 
 # ---- compile without a GPU (the CI test) -----------------------------------------------------------

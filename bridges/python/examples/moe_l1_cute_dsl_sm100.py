@@ -59,10 +59,9 @@ from cutlass._mlir.dialects import nvvm
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
-from fp4fuse import cute_dsl as f4
 # the host side shared with the Hopper example: models, the nvcc reference, the check and the benchmark
 import moe_l1_cute_dsl as hopper
-from moe_l1_cute_dsl import ACT_CODE, ptx_facts
+from moe_l1_cute_dsl import ACT_CODE, ptx_facts, quantize_store
 
 try:  # nvidia-cutlass-dsl 4.8 moved it (utils.TmemAllocator is a deprecated alias there)
     from cutlass.memory import TmemAllocator
@@ -277,8 +276,8 @@ class MoeL1GemmSm100:
             for e in cutlass.range_constexpr(TILE_N // EPI_N):
                 cute.copy(t2r, tTR_tAcc[(None, None, None, e)], vals)
                 cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld: the registers hold the values from here on
-                self._quantize_store(vals, pk, sc, am, S, mPacked, mScales, m, bn * (TILE_N // EPI_N) + e, M,
-                                     n_blocks, padded_blocks)
+                quantize_store(self.act, vals, pk, sc, am, S, mPacked, mScales, m, bn * (TILE_N // EPI_N) + e, M,
+                               n_blocks, padded_blocks)
 
         # every thread's tensor-memory loads are done (tcgen05.wait::ld above) before the columns are freed
         _tcgen05_fence(after=False)
@@ -287,27 +286,6 @@ class MoeL1GemmSm100:
         tmem.free(tmem_ptr)
         if warp == 0:
             ab_producer.tail()
-
-    @cute.jit
-    def _quantize_store(self, vals, pk, sc, am, S, mPacked, mScales, m, blk, M, n_blocks, padded_blocks):
-        """Row m's block `blk` (32 interleaved gate/up fp32 in `vals`) through the bridge's row form;
-        packed words and the scale byte to global memory (as moe_l1_cute_dsl.py's). Rows past M get
-        scale 0x00 (the layout's row padding); the thread of the last real block also zeroes the
-        layout's padding columns."""
-        if blk < n_blocks:
-            f4.swiglu_quantize_row(vals, pk, sc, am, out=16, S=S, activation=self.act)
-            code = sc[0]
-            if m < M:
-                mPacked[m, 2 * blk] = Int32(pk[0])
-                mPacked[m, 2 * blk + 1] = Int32(pk[1])
-            else:
-                code = Uint8(0)
-            # scale_layout::swizzled_128x4::offset(m, blk)
-            row_off = (m // 128) * (padded_blocks // 4) * 512 + (m % 32) * 16 + ((m % 128) // 32) * 4
-            mScales[row_off + (blk // 4) * 512 + blk % 4] = code
-            if blk == n_blocks - 1:
-                for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
-                    mScales[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
 
 
 def _tcgen05_fence(after):
