@@ -68,12 +68,29 @@ EPI_N = 32  # columns of one epilogue piece: one NVFP4 block of 16 outputs (32 i
 EPI_SMEM_BYTES = 32 * 1024  # the same in every variant, so that the mainloops match
 
 
+def set_output(gemm, out, act, tile):
+    """A GEMM object's output kind, dtypes and CTA tile (M, N), checked: shared by the three examples'
+    GEMM classes (the ping-pong one also inherits MoeL1Gemm's host side: dense, fused, _launch)."""
+    name = type(gemm).__name__
+    if out not in ("fp32", "bf16", "nvfp4"):
+        raise ValueError(f"{name}: out must be fp32, bf16 or nvfp4, got {out!r}")
+    if act not in ACT_CODE:
+        raise ValueError(f"{name}: act must be one of {tuple(ACT_CODE)}, got {act!r}")
+    gemm.out, gemm.act = out, act
+    gemm.is_fused = out == "nvfp4"
+    gemm.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
+    gemm.acc_dtype = Float32
+    gemm.ab_dtype = cutlass.BFloat16
+    gemm.tile_m, gemm.tile_n = tile
+    gemm.tile_mnk = (gemm.tile_m, gemm.tile_n, TILE_K)
+
+
 class MoeL1Gemm:
     """The warp-specialized TMA + wgmma GEMM; `out` = "fp32", "bf16" (TMA store of D) or "nvfp4"
     (the fused SwiGLU -> NVFP4 epilogue with activation `act`)."""
 
     def __init__(self, out, act="swiglu"):
-        self._set_output(out, act, (TILE_M, TILE_N))
+        set_output(self, out, act, (TILE_M, TILE_N))
         self.atom_layout = (2, 1, 1)  # two consumer warp groups, 64 rows each
         self.num_mma_wg = 2
         self.threads = 128 * (1 + self.num_mma_wg)
@@ -83,21 +100,6 @@ class MoeL1Gemm:
         ab_bytes = (TILE_M + TILE_N) * TILE_K * 2
         self.ab_stage = (utils.get_smem_capacity_in_bytes("sm_90") - EPI_SMEM_BYTES - 1024) // ab_bytes
         self.epi_barrier = pipeline.NamedBarrier(barrier_id=1, num_threads=self.num_mma_threads)
-
-    def _set_output(self, out, act, tile):
-        """The output kind, the dtypes and the CTA tile (M, N); shared with the ping-pong variant,
-        which inherits the host side (dense, fused, _launch) and brings its own kernel."""
-        if out not in ("fp32", "bf16", "nvfp4"):
-            raise ValueError(f"MoeL1Gemm: out must be fp32, bf16 or nvfp4, got {out!r}")
-        if act not in ACT_CODE:
-            raise ValueError(f"MoeL1Gemm: act must be one of {tuple(ACT_CODE)}, got {act!r}")
-        self.out, self.act = out, act
-        self.is_fused = out == "nvfp4"
-        self.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
-        self.acc_dtype = Float32
-        self.ab_dtype = cutlass.BFloat16
-        self.tile_m, self.tile_n = tile
-        self.tile_mnk = (self.tile_m, self.tile_n, TILE_K)
 
     def _layouts(self):
         self.tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -381,20 +383,7 @@ def epilogue_kernel(acc_g: cute.Tensor, S: Float32, packed_g: cute.Tensor, scale
         cute.arch.sync_threads()
         for j in cutlass.range_constexpr(32):
             vals[j] = sC[row, which * 32 + j]
-        blk = pair * 2 + which
-        if blk < n_blocks:
-            f4.swiglu_quantize_row(vals, pk, sc, am, out=16, S=S, activation=act)
-            code = sc[0]
-            if m < M:
-                packed_g[m, 2 * blk] = Int32(pk[0])
-                packed_g[m, 2 * blk + 1] = Int32(pk[1])
-            else:
-                code = Uint8(0)
-            row_off = (m // 128) * (padded_blocks // 4) * 512 + (m % 32) * 16 + ((m % 128) // 32) * 4
-            scales_g[row_off + (blk // 4) * 512 + blk % 4] = code
-            if blk == n_blocks - 1:
-                for p in cutlass.range(n_blocks, padded_blocks, unroll=1):
-                    scales_g[row_off + (p // 4) * 512 + p % 4] = Uint8(0)
+        quantize_store(act, vals, pk, sc, am, S, packed_g, scales_g, m, pair * 2 + which, M, n_blocks, padded_blocks)
         cute.arch.sync_threads()
 
 
@@ -419,34 +408,56 @@ def ptx_facts(ptx):
             "local": len(re.findall(r"\b(ld|st)\.local\b", ptx))}
 
 
-def compile_only(which):
-    """Compiles for CUTE_DSL_ARCH (fake tensors) and prints one JSON line of PTX facts per kernel:
-    which = "gemm" (the three GEMM variants, sm_90a only) or "epilogue" (the epilogue kernel)."""
+FAKE_M, FAKE_N, FAKE_K = 256, 512, 256  # the shapes compile_only compiles with (the layouts are dynamic)
+
+
+def fake_operands():
+    """Fake tensors for compiling without a GPU: X [M, K, 1] and W [N, K, 1] (BF16, K-major), the
+    fused output's packed words [M, N/16] and scale bytes [M * N/32], and a stream."""
     import cuda.bindings.driver as cuda
 
     mk = cute.runtime.make_fake_compact_tensor
-    stream = cuda.CUstream(0)
-    M, N, K = 256, 512, 256
+    M, N, K = FAKE_M, FAKE_N, FAKE_K
     a = mk(cutlass.BFloat16, (M, K, 1), stride_order=(1, 0, 2), assumed_align=16)
     b = mk(cutlass.BFloat16, (N, K, 1), stride_order=(1, 0, 2), assumed_align=16)
     pk = mk(Int32, (M, N // 16), stride_order=(1, 0), assumed_align=16)
     scl = mk(Uint8, (M * N // 32,), assumed_align=16)
+    return a, b, pk, scl, cuda.CUstream(0)
+
+
+def compile_gemm(g, ops, extra=(132,), c_rank=3):
+    """`g.fused` (an nvfp4 GEMM) or `g.dense` (fp32 / bf16, into a fake D of rank c_rank) compiled on
+    fake_operands() `ops`, keeping the PTX; extra: the launch's arguments before the stream (the
+    Hopper GEMMs' max_clusters, none on sm100)."""
+    a, b, pk, scl, stream = ops
+    if g.is_fused:
+        return cute.compile(g.fused, a, b, pk, scl, Float32(1.0), *extra, stream, options="--keep-ptx")
+    shape, order = ((FAKE_M, FAKE_N, 1), (1, 0, 2)) if c_rank == 3 else ((FAKE_M, FAKE_N), (1, 0))
+    cd = cute.runtime.make_fake_compact_tensor(g.c_dtype, shape, stride_order=order, assumed_align=16)
+    return cute.compile(g.dense, a, b, cd, *extra, stream, options="--keep-ptx")
+
+
+def compile_epilogue(ops):
+    """The epilogue kernel alone, compiled on fake_operands() `ops`: its PTX facts and compile time."""
+    _, _, pk, scl, stream = ops
+    accg = cute.runtime.make_fake_compact_tensor(Float32, (FAKE_M, FAKE_N), stride_order=(1, 0), assumed_align=16)
+    t0 = time.time()
+    c = cute.compile(epilogue_host, accg, Float32(1.0), pk, scl, Int32(FAKE_M), Int32(FAKE_N), "swiglu", stream, options="--keep-ptx")
+    return dict(ptx_facts(c.__ptx__), seconds=round(time.time() - t0, 1))
+
+
+def compile_only(which):
+    """Compiles for CUTE_DSL_ARCH (fake tensors) and prints one JSON line of PTX facts per kernel:
+    which = "gemm" (the three GEMM variants, sm_90a only) or "epilogue" (the epilogue kernel)."""
+    ops = fake_operands()
     out = {}
     if which == "gemm":
         for name in ("fp32", "bf16", "nvfp4"):
-            g = MoeL1Gemm(name, "swiglu_clamped" if name == "nvfp4" else "swiglu")
             t0 = time.time()
-            if name == "nvfp4":
-                c = cute.compile(g.fused, a, b, pk, scl, Float32(1.0), 132, stream, options="--keep-ptx")
-            else:
-                cd = mk(g.c_dtype, (M, N, 1), stride_order=(1, 0, 2), assumed_align=16)
-                c = cute.compile(g.dense, a, b, cd, 132, stream, options="--keep-ptx")
+            c = compile_gemm(MoeL1Gemm(name, "swiglu_clamped" if name == "nvfp4" else "swiglu"), ops)
             out[name] = dict(ptx_facts(c.__ptx__), seconds=round(time.time() - t0, 1))
     else:
-        accg = mk(Float32, (M, N), stride_order=(1, 0), assumed_align=16)
-        t0 = time.time()
-        c = cute.compile(epilogue_host, accg, Float32(1.0), pk, scl, Int32(M), Int32(N), "swiglu", stream, options="--keep-ptx")
-        out["epilogue"] = dict(ptx_facts(c.__ptx__), seconds=round(time.time() - t0, 1))
+        out["epilogue"] = compile_epilogue(ops)
     print(json.dumps(out), flush=True)
 
 
@@ -517,30 +528,34 @@ class Runner:
             raise ValueError(f"{self.name}: scales must be uint8 of round_up(T, 128) * round_up(I/16, 4) = "
                              f"{(T + 127) // 128 * 128 * pc} bytes")
 
+    def compiled_kernel(self, key, label, build):
+        """The kernel compiled for `key` by `build()`, once (it prints how long the compile took)."""
+        fn = self.compiled.get(key)
+        if fn is None:
+            t0 = time.time()
+            fn = self.compiled[key] = build()
+            print(f"compiled the {label} in {time.time() - t0:.1f} s", flush=True)
+        return fn
+
+    def fused_tensors(self, x, w, packed, scales):
+        """The fused GEMM's operands as DSL tensors, after the argument checks."""
+        self.check_args(x, w)
+        self.check_outputs(x, w, packed, scales)
+        return self._t(self.mnl(x), 1), self._t(self.mnl(w), 1), self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
+
     def dense(self, x, w, c):
         """c[T, 2I] (float32 or bfloat16) = x w^T."""
         self.check_args(x, w)
         out = "fp32" if c.dtype == self.torch.float32 else "bf16"
         a, b, cc = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1), self._t(self.mnl(c), 1)
-        fn = self.compiled.get(out)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[out] = cute.compile(MoeL1Gemm(out).dense, a, b, cc, self.sms, self.stream)
-            print(f"compiled the {out} GEMM in {time.time() - t0:.1f} s", flush=True)
+        fn = self.compiled_kernel(out, f"{out} GEMM", lambda: cute.compile(MoeL1Gemm(out).dense, a, b, cc, self.sms, self.stream))
         fn(a, b, cc, self.stream)
 
     def fused(self, x, w, packed, scales, S, act):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
-        self.check_args(x, w)
-        self.check_outputs(x, w, packed, scales)
-        a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
-        pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
-        key = ("nvfp4", act)
-        fn = self.compiled.get(key)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[key] = cute.compile(MoeL1Gemm("nvfp4", act).fused, a, b, pk, sc, Float32(S), self.sms, self.stream)
-            print(f"compiled the fused {act} GEMM in {time.time() - t0:.1f} s", flush=True)
+        a, b, pk, sc = self.fused_tensors(x, w, packed, scales)
+        fn = self.compiled_kernel(("nvfp4", act), f"fused {act} GEMM", lambda: cute.compile(
+            MoeL1Gemm("nvfp4", act).fused, a, b, pk, sc, Float32(S), self.sms, self.stream))
         fn(a, b, pk, sc, Float32(S), self.stream)
 
 

@@ -37,8 +37,8 @@ from cutlass import Float32, Int32, Uint8, Uint32
 from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
 # shared with the cooperative example: models, the nvcc reference, the epilogue kernel, PTX facts, timing
-from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, epilogue_host, epilogue_only, interleave8,
-                             medians_us, ptx_facts, quantize_store, run_cli, store_scale, timing_probe)
+from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, compile_epilogue, compile_gemm, epilogue_only, fake_operands,
+                             interleave8, medians_us, ptx_facts, quantize_store, run_cli, set_output, store_scale, timing_probe)
 from moe_l1_cute_dsl import MoeL1Gemm as CooperativeGemm
 from moe_l1_cute_dsl import Runner as CooperativeRunner
 
@@ -62,7 +62,7 @@ class MoeL1Gemm(CooperativeGemm):
     def __init__(self, out, act="swiglu", tile=(128, 128)):
         if tuple(tile) not in TILES:
             raise ValueError(f"MoeL1Gemm: tile must be one of {TILES} (per warp group, at most 128 accumulators a thread), got {tile!r}")
-        self._set_output(out, act, tile)
+        set_output(self, out, act, tile)
         self.threads = 128 * 3  # warp group 0: the producer; 1 and 2: the ping-pong consumers
         self.epi_tile = (EPI_M, EPI_N)
         # epilogue buffers per consumer warp group (the two groups' epilogues may overlap)
@@ -284,32 +284,16 @@ class MoeL1Gemm(CooperativeGemm):
 # ---- compile without a GPU (the CI test) -----------------------------------------------------------
 def compile_only(which):
     """Compiles for CUTE_DSL_ARCH (fake tensors) and prints one JSON line of PTX facts per kernel:
-    which = "gemm" (the three GEMM variants, sm_90a only) or "epilogue" (the epilogue kernel)."""
-    import cuda.bindings.driver as cuda
-
-    mk = cute.runtime.make_fake_compact_tensor
-    stream = cuda.CUstream(0)
-    M, N, K = 256, 512, 256
-    a = mk(cutlass.BFloat16, (M, K, 1), stride_order=(1, 0, 2), assumed_align=16)
-    b = mk(cutlass.BFloat16, (N, K, 1), stride_order=(1, 0, 2), assumed_align=16)
-    pk = mk(Int32, (M, N // 16), stride_order=(1, 0), assumed_align=16)
-    scl = mk(Uint8, (M * N // 32,), assumed_align=16)
+    which = "gemm" (the three GEMM variants at each tile, sm_90a only) or "epilogue" (the epilogue kernel)."""
+    ops = fake_operands()
     out = {}
     if which == "gemm":
         for name, tile in [(n, t) for t in TILES for n in ("fp32", "bf16", "nvfp4")]:
-            g = MoeL1Gemm(name, "swiglu_clamped" if name == "nvfp4" else "swiglu", tile)
             t0 = time.time()
-            if name == "nvfp4":
-                c = cute.compile(g.fused, a, b, pk, scl, Float32(1.0), 132, stream, options="--keep-ptx")
-            else:
-                cd = mk(g.c_dtype, (M, N, 1), stride_order=(1, 0, 2), assumed_align=16)
-                c = cute.compile(g.dense, a, b, cd, 132, stream, options="--keep-ptx")
+            c = compile_gemm(MoeL1Gemm(name, "swiglu_clamped" if name == "nvfp4" else "swiglu", tile), ops)
             out[f"{name}_{tile[0]}x{tile[1]}"] = dict(ptx_facts(c.__ptx__), seconds=round(time.time() - t0, 1))
     else:
-        accg = mk(Float32, (M, N), stride_order=(1, 0), assumed_align=16)
-        t0 = time.time()
-        c = cute.compile(epilogue_host, accg, Float32(1.0), pk, scl, Int32(M), Int32(N), "swiglu", stream, options="--keep-ptx")
-        out["epilogue"] = dict(ptx_facts(c.__ptx__), seconds=round(time.time() - t0, 1))
+        out["epilogue"] = compile_epilogue(ops)
     print(json.dumps(out), flush=True)
 
 
@@ -322,27 +306,15 @@ class Runner(CooperativeRunner):
         self.check_args(x, w)
         out = "fp32" if c.dtype == self.torch.float32 else "bf16"
         a, b, cc = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1), self._t(self.mnl(c), 1)
-        key = (out, tuple(tile))
-        fn = self.compiled.get(key)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[key] = cute.compile(MoeL1Gemm(out, tile=tile).dense, a, b, cc, self.sms, self.stream)
-            print(f"compiled the {out} GEMM, tile {tile}, in {time.time() - t0:.1f} s", flush=True)
+        fn = self.compiled_kernel((out, tuple(tile)), f"{out} GEMM, tile {tile},", lambda: cute.compile(
+            MoeL1Gemm(out, tile=tile).dense, a, b, cc, self.sms, self.stream))
         fn(a, b, cc, self.stream)
 
     def fused(self, x, w, packed, scales, S, act, tile=(128, 128)):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
-        self.check_args(x, w)
-        self.check_outputs(x, w, packed, scales)
-        a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
-        pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
-        key = ("nvfp4", act, tuple(tile))
-        fn = self.compiled.get(key)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[key] = cute.compile(MoeL1Gemm("nvfp4", act, tile).fused, a, b, pk, sc, Float32(S), self.sms,
-                                                   self.stream)
-            print(f"compiled the fused {act} GEMM, tile {tile}, in {time.time() - t0:.1f} s", flush=True)
+        a, b, pk, sc = self.fused_tensors(x, w, packed, scales)
+        fn = self.compiled_kernel(("nvfp4", act, tuple(tile)), f"fused {act} GEMM, tile {tile},", lambda: cute.compile(
+            MoeL1Gemm("nvfp4", act, tile).fused, a, b, pk, sc, Float32(S), self.sms, self.stream))
         fn(a, b, pk, sc, Float32(S), self.stream)
 
 

@@ -61,7 +61,7 @@ from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
 # the host side shared with the Hopper example: models, the nvcc reference, the check and the benchmark
 import moe_l1_cute_dsl as hopper
-from moe_l1_cute_dsl import ACT_CODE, ptx_facts, quantize_store
+from moe_l1_cute_dsl import ptx_facts, quantize_store
 
 try:  # nvidia-cutlass-dsl 4.8 moved it (utils.TmemAllocator is a deprecated alias there)
     from cutlass.memory import TmemAllocator
@@ -92,15 +92,7 @@ class MoeL1GemmSm100:
     epilogue with activation `act`)."""
 
     def __init__(self, out, act="swiglu"):
-        if out not in ("fp32", "bf16", "nvfp4"):
-            raise ValueError(f"MoeL1GemmSm100: out must be fp32, bf16 or nvfp4, got {out!r}")
-        if act not in ACT_CODE:
-            raise ValueError(f"MoeL1GemmSm100: act must be one of {tuple(ACT_CODE)}, got {act!r}")
-        self.out, self.act = out, act
-        self.is_fused = out == "nvfp4"
-        self.c_dtype = {"fp32": Float32, "bf16": cutlass.BFloat16, "nvfp4": Float32}[out]
-        self.ab_dtype = cutlass.BFloat16
-        self.acc_dtype = Float32
+        hopper.set_output(self, out, act, (TILE_M, TILE_N))
         self.mma_tiler = (TILE_M, TILE_N, TILE_K)
 
     def _setup(self, a, b):
@@ -323,24 +315,11 @@ def ptx_facts_sm100(ptx):
 def compile_only(which):
     """Compiles for CUTE_DSL_ARCH (fake tensors) and prints one JSON line of PTX facts per kernel:
     which = "gemm" (fp32, bf16 and nvfp4 GEMMs)."""
-    import cuda.bindings.driver as cuda
-
-    mk = cute.runtime.make_fake_compact_tensor
-    stream = cuda.CUstream(0)
-    M, N, K = 256, 512, 256
-    a = mk(cutlass.BFloat16, (M, K, 1), stride_order=(1, 0, 2), assumed_align=16)
-    b = mk(cutlass.BFloat16, (N, K, 1), stride_order=(1, 0, 2), assumed_align=16)
-    pk = mk(Int32, (M, N // 16), stride_order=(1, 0), assumed_align=16)
-    scl = mk(Uint8, (M * N // 32,), assumed_align=16)
+    ops = hopper.fake_operands()
     out = {}
     for name in ("fp32", "bf16", "nvfp4"):
-        g = MoeL1GemmSm100(name, "swiglu_clamped" if name == "nvfp4" else "swiglu")
         t0 = time.time()
-        if name == "nvfp4":
-            c = cute.compile(g.fused, a, b, pk, scl, Float32(1.0), stream, options="--keep-ptx")
-        else:
-            cd = mk(g.c_dtype, (M, N), stride_order=(1, 0), assumed_align=16)
-            c = cute.compile(g.dense, a, b, cd, stream, options="--keep-ptx")
+        c = hopper.compile_gemm(MoeL1GemmSm100(name, "swiglu_clamped" if name == "nvfp4" else "swiglu"), ops, extra=(), c_rank=2)
         out[name] = dict(ptx_facts_sm100(c.__ptx__), seconds=round(time.time() - t0, 1))
     print(json.dumps(out), flush=True)
 
@@ -361,25 +340,14 @@ class Runner(hopper.Runner):
                              f"[{x.shape[0]}, {w.shape[0]}]")
         out = "fp32" if c.dtype == self.torch.float32 else "bf16"
         a, b, cc = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1), self._t(c, 1)
-        fn = self.compiled.get(out)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[out] = cute.compile(MoeL1GemmSm100(out).dense, a, b, cc, self.stream)
-            print(f"compiled the sm100 {out} GEMM in {time.time() - t0:.1f} s", flush=True)
+        fn = self.compiled_kernel(out, f"sm100 {out} GEMM", lambda: cute.compile(MoeL1GemmSm100(out).dense, a, b, cc, self.stream))
         fn(a, b, cc, self.stream)
 
     def fused(self, x, w, packed, scales, S, act):
         """packed [T, I/2] uint8, scales [round_up(T,128) * round_up(I/16,4)] uint8, S a Python float."""
-        self.check_args(x, w)
-        self.check_outputs(x, w, packed, scales)
-        a, b = self._t(self.mnl(x), 1), self._t(self.mnl(w), 1)
-        pk, sc = self._t(packed.view(self.torch.int32), 1), self._t(scales, 0)
-        key = ("nvfp4", act)
-        fn = self.compiled.get(key)
-        if fn is None:
-            t0 = time.time()
-            fn = self.compiled[key] = cute.compile(MoeL1GemmSm100("nvfp4", act).fused, a, b, pk, sc, Float32(S), self.stream)
-            print(f"compiled the sm100 fused {act} GEMM in {time.time() - t0:.1f} s", flush=True)
+        a, b, pk, sc = self.fused_tensors(x, w, packed, scales)
+        fn = self.compiled_kernel(("nvfp4", act), f"sm100 fused {act} GEMM", lambda: cute.compile(
+            MoeL1GemmSm100("nvfp4", act).fused, a, b, pk, sc, Float32(S), self.stream))
         fn(a, b, pk, sc, Float32(S), self.stream)
 
 
