@@ -6,8 +6,14 @@
 // and does its arithmetic in registers between wgmma tiles, so it costs at most a few percent
 // over the BF16-out GEMM, and wins where the output store is a visible share (small H).
 //
+// The dense node GEMMs: cooperative 128x256 (cluster 2x1), ping-pong 64x256 and ping-pong 128x128
+// (cluster 2x1), each against the same GEMM writing BF16; the cooperative one also with the
+// hardware exp and reciprocal (activation::swiglu_fast), the ping-pong 64x256 with the output amax.
+//
 // Grouped (MoE): the ptr-array grouped GEMM with the node (its device-side problem setup from the
-// experts' offsets included in the time), with and without the output amax, against our own
+// experts' offsets included in the time): cooperative 128x256, with and without the output amax,
+// ping-pong 128x128 and ping-pong 64x128 (torch._grouped_mm's configuration for small groups);
+// the best of the three against our own
 // grouped engine (fp4fuse::gemm::moe::run_fused, its plan chosen as bench_moe's is, on the same
 // routed rows, weights and offsets, in the same round robin) and torch._grouped_mm (timed by
 // bench/torch_grouped_mm.py on the same counts) + swiglu_quantize on its BF16 output. The node's
@@ -30,6 +36,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -47,6 +54,12 @@ using pp_node = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, node_op<nvfp4>
 // the cooperative schedule's exposed epilogue is the exact SwiGLU's exp and IEEE division.
 using coop_fast = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, fp4fuse::cutlass_ext::SwiGluQuantize<nvfp4, fp4fuse::activation::swiglu_fast>, void>;
 using pp_bf16 = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
+// Ping-pong with 128 x 128 tiles (our engine's prefill tile): each consumer warp group's epilogue
+// hides behind the other's mainloop, as with 64 x 256, with a mainloop closer to the cooperative
+// 128 x 256 one's operand reuse. Prediction: node / bf16 <= 1.03 at T >= 4096 and a BF16 time
+// between pp 64x256's and coop's, so that the best node moves toward cuBLASLt.
+using pp128_node = sm90_gemm<pingpong, tile_128x128, cluster_2x1, 64, node_op<nvfp4>, void>;
+using pp128_bf16 = sm90_gemm<pingpong, tile_128x128, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
 
 /// Standard-normal BF16 (Box-Muller on a hash of the index), times `scale`.
 __global__ void fill_normal(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, float scale) {
@@ -95,8 +108,77 @@ struct model {
   int H, N;
 };
 
-using grouped_node = sm90_grouped_gemm<tile_128x256, cluster_2x1, 64,
+using grouped_node = sm90_grouped_gemm<grouped_cooperative, tile_128x256, cluster_2x1, 64,
                                        grouped_node_op<nvfp4, fp4fuse::scale_layout::expert_start::offset_bound>>;
+// The ping-pong 128 x 128 grouped GEMM: the epilogue hidden, as in the dense table; and ping-pong
+// 64 x 128 in clusters of 2, torch._grouped_mm's own configuration for small groups.
+using grouped_pp_node = sm90_grouped_gemm<grouped_pingpong, tile_128x128, cluster_2x1, 64,
+                                          grouped_node_op<nvfp4, fp4fuse::scale_layout::expert_start::offset_bound>>;
+using grouped_pp64_node = sm90_grouped_gemm<grouped_pingpong, tile_64x128, cluster_2x1, 64,
+                                            grouped_node_op<nvfp4, fp4fuse::scale_layout::expert_start::offset_bound>>;
+// The same grouped GEMMs writing BF16 gate/up (what torch._grouped_mm computes): how much of a node
+// GEMM's time is its mainloop, next to torch's.
+using grouped_coop_bf16 = sm90_grouped_gemm<grouped_cooperative, tile_128x256, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
+using grouped_pp_bf16 = sm90_grouped_gemm<grouped_pingpong, tile_128x128, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
+
+/// The device arrays of one grouped launch of G (filled by make_grouped_problem).
+template <class G>
+typename G::device_problem alloc_problem(int E) {
+  typename G::device_problem p{};
+  CHECK_CUDA(cudaMalloc(&p.shapes, E * sizeof(*p.shapes)));
+  CHECK_CUDA(cudaMalloc(&p.a, E * sizeof(*p.a)));
+  CHECK_CUDA(cudaMalloc(&p.b, E * sizeof(*p.b)));
+  CHECK_CUDA(cudaMalloc(&p.stride_a, E * sizeof(*p.stride_a)));
+  CHECK_CUDA(cudaMalloc(&p.stride_b, E * sizeof(*p.stride_b)));
+  CHECK_CUDA(cudaMalloc(&p.stride_c, E * sizeof(*p.stride_c)));
+  CHECK_CUDA(cudaMalloc(&p.stride_d, E * sizeof(*p.stride_d)));
+  if constexpr (G::has_d) CHECK_CUDA(cudaMalloc(&p.d, E * sizeof(*p.d)));
+  return p;
+}
+
+using grouped_out = fp4fuse::quantized_matrix<nvfp4, fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>>;
+
+/// What every grouped launch of a configuration shares: the experts' offsets (device), X, W, the shape.
+struct grouped_rows {
+  const int* d_offsets;
+  int experts;
+  const cutlass::bfloat16_t *x, *w;
+  int N, K, sms;
+};
+
+/// The BF16-out grouped GEMM G over `rows` into D (rows' [T, N]).
+template <class G>
+std::unique_ptr<cutlass_launch<G>> grouped_bf16_launch(const typename G::device_problem& p, const grouped_rows& rows, cutlass::bfloat16_t* D) {
+  make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K, D);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  typename G::FusionArguments f{};
+  f.alpha = 1.0f;
+  f.beta = 0.0f;
+  return std::make_unique<cutlass_launch<G>>(G::arguments(rows.experts, p, f, rows.sms));
+}
+
+/// The node's grouped GEMM G over `rows` into `out`, with `d_amax` (or nullptr: no output amax);
+/// p filled once here (the timed launches fill it again, as a user's would).
+template <class G>
+std::unique_ptr<cutlass_launch<G>> grouped_launch(const typename G::device_problem& p, const grouped_rows& rows,
+                                                  const grouped_out& out, const float* d_S, float* d_amax) {
+  make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  typename G::FusionArguments f{};
+  f.out = out;
+  f.encode_scale = d_S;
+  f.amax = d_amax;
+  return std::make_unique<cutlass_launch<G>>(G::arguments(rows.experts, p, f, rows.sms));
+}
+
+template <class P>
+void free_problem(const P& p) {
+  for (const void* q : {static_cast<const void*>(p.shapes), static_cast<const void*>(p.a), static_cast<const void*>(p.b),
+                        static_cast<const void*>(p.stride_a), static_cast<const void*>(p.stride_b), static_cast<const void*>(p.stride_c),
+                        static_cast<const void*>(p.stride_d), static_cast<const void*>(p.d)}) {
+    CHECK_CUDA(cudaFree(const_cast<void*>(q)));
+  }
+}
 
 struct grouped_config {
   std::string name;
@@ -141,8 +223,8 @@ int run_grouped(const char* routings, const char* torch_json) {
   int sms = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("bench_cutlass grouped: medians of %d round-robin runs (L2 flushed), microseconds\n", bench::g_reps);
-  std::printf("%-28s | %9s %9s %6s | %9s %10s | %9s %7s %11s | %10s | %s\n", "config", "node", "node+amax", "amax", "engine", "node/engine",
-              "torch_gmm", "swq", "torch + swq", "node/t+swq", "bytes node != engine");
+  std::printf("%-28s | %9s %9s %6s | %9s %9s | %9s %9s | %9s %10s | %9s %7s %11s | %10s | %s\n", "config", "node", "node+amax", "amax",
+              "pp128", "pp64x128", "coop bf16", "pp128 bf16", "engine", "best/engine", "torch_gmm", "swq", "torch + swq", "best/t+swq", "bytes node != engine");
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const grouped_config& c = configs[i];
     const int E = c.experts, K = c.H, N = c.N, I = N / 2;
@@ -170,28 +252,26 @@ int run_grouped(const char* routings, const char* torch_json) {
     std::uint8_t *packed = nullptr, *scales = nullptr;
     CHECK_CUDA(cudaMalloc(&packed, std::size_t(T) * I / 2));
     CHECK_CUDA(cudaMalloc(&scales, std::max(layout.size_bytes(), dense_layout.size_bytes())));
-    typename grouped_node::device_problem p{};
-    CHECK_CUDA(cudaMalloc(&p.shapes, E * sizeof(*p.shapes)));
-    CHECK_CUDA(cudaMalloc(&p.a, E * sizeof(*p.a)));
-    CHECK_CUDA(cudaMalloc(&p.b, E * sizeof(*p.b)));
-    CHECK_CUDA(cudaMalloc(&p.stride_a, E * sizeof(*p.stride_a)));
-    CHECK_CUDA(cudaMalloc(&p.stride_b, E * sizeof(*p.stride_b)));
-    CHECK_CUDA(cudaMalloc(&p.stride_c, E * sizeof(*p.stride_c)));
-    CHECK_CUDA(cudaMalloc(&p.stride_d, E * sizeof(*p.stride_d)));
+    const auto p = alloc_problem<grouped_node>(E);
+    const auto pp = alloc_problem<grouped_pp_node>(E);
+    const auto pp64 = alloc_problem<grouped_pp64_node>(E);
+    const auto pcb = alloc_problem<grouped_coop_bf16>(E);
+    const auto ppb = alloc_problem<grouped_pp_bf16>(E);
     auto cx = reinterpret_cast<const cutlass::bfloat16_t*>(x);
     auto cw = reinterpret_cast<const cutlass::bfloat16_t*>(w);
-    make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    typename grouped_node::FusionArguments f{};
-    f.out = {packed, I / 2, scales, layout};
-    f.encode_scale = d_S;
-    cutlass_launch<grouped_node> gn(grouped_node::arguments(E, p, f, sms));
+    const grouped_rows rows{d_offsets, E, cx, cw, N, K, sms};
+    const grouped_out out{packed, I / 2, scales, layout};
     float* d_amax = nullptr;
     CHECK_CUDA(cudaMalloc(&d_amax, sizeof(float)));
     CHECK_CUDA(cudaMemset(d_amax, 0, sizeof(float)));
-    typename grouped_node::FusionArguments fa = f;
-    fa.amax = d_amax;  // the same GEMM with the output amax (timing: its start value does not matter)
-    cutlass_launch<grouped_node> gna(grouped_node::arguments(E, p, fa, sms));
+    const auto gn = grouped_launch<grouped_node>(p, rows, out, d_S, nullptr);
+    // the same GEMM with the output amax (timing: its start value does not matter)
+    const auto gna = grouped_launch<grouped_node>(p, rows, out, d_S, d_amax);
+    const auto gpp = grouped_launch<grouped_pp_node>(pp, rows, out, d_S, nullptr);
+    const auto gpp64 = grouped_launch<grouped_pp64_node>(pp64, rows, out, d_S, nullptr);
+    auto cd = reinterpret_cast<cutlass::bfloat16_t*>(d);  // the BF16 references' D: [T, N], as torch's output
+    const auto gcb = grouped_bf16_launch<grouped_coop_bf16>(pcb, rows, cd);
+    const auto gppb = grouped_bf16_launch<grouped_pp_bf16>(ppb, rows, cd);
     // Our own grouped engine on the same rows, weights and offsets, into its own output.
     std::uint8_t *e_packed = nullptr, *e_scales = nullptr;
     CHECK_CUDA(cudaMalloc(&e_packed, std::size_t(T) * I / 2));
@@ -204,21 +284,38 @@ int run_grouped(const char* routings, const char* torch_json) {
     const std::vector<double> t = bench::time_round_robin({
         [&] {
           make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-          gn.run();
+          gn->run();
         },
         [&] {
           make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-          gna.run();
+          gna->run();
         },
         [&] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{})); },
         [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); },
+        [&] {
+          make_grouped_problem<grouped_pp_node><<<1, 64>>>(pp, d_offsets, E, cx, cw, N, K);
+          gpp->run();
+        },
+        [&] {
+          make_grouped_problem<grouped_pp64_node><<<1, 64>>>(pp64, d_offsets, E, cx, cw, N, K);
+          gpp64->run();
+        },
+        [&] {
+          make_grouped_problem<grouped_coop_bf16><<<1, 64>>>(pcb, d_offsets, E, cx, cw, N, K, cd);
+          gcb->run();
+        },
+        [&] {
+          make_grouped_problem<grouped_pp_bf16><<<1, 64>>>(ppb, d_offsets, E, cx, cw, N, K, cd);
+          gppb->run();
+        },
     });
+    const double best = std::min({t[0], t[4], t[5]});
     CHECK_CUDA(cudaDeviceSynchronize());
     // One more of each into zeroed scale tensors (the engine clears its own; the node leaves the
     // grouped layout's slack as it finds it), then every byte compared.
     CHECK_CUDA(cudaMemset(scales, 0, layout.size_bytes()));
     make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-    gn.run();
+    gn->run();
     CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{}));
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::size_t packed_bytes = std::size_t(T) * I / 2, scale_bytes = layout.size_bytes();
@@ -233,23 +330,26 @@ int run_grouped(const char* routings, const char* torch_json) {
     char torch_cols[64], ratio_col[16];
     if (torch_t > 0) {
       std::snprintf(torch_cols, sizeof torch_cols, "%9.1f %7.1f %11.1f", torch_t, t[3], torch_t + t[3]);
-      std::snprintf(ratio_col, sizeof ratio_col, "%10.3f", t[0] / (torch_t + t[3]));
+      std::snprintf(ratio_col, sizeof ratio_col, "%10.3f", best / (torch_t + t[3]));
     } else {
       std::snprintf(torch_cols, sizeof torch_cols, "%9s %7.1f %11s", "n/a", t[3], "n/a");
       std::snprintf(ratio_col, sizeof ratio_col, "%10s", "-");
     }
-    std::printf("%-28s | %9.1f %9.1f %6.3f | %9.1f %10.3f | %s | %s | %zu of %zu\n", c.name.c_str(), t[0], t[1], t[1] / t[0], t[2], t[0] / t[2],
-                torch_cols, ratio_col, differ, a.size());
+    std::printf("%-28s | %9.1f %9.1f %6.3f | %9.1f %9.1f | %9.1f %9.1f | %9.1f %10.3f | %s | %s | %zu of %zu\n", c.name.c_str(), t[0], t[1],
+                t[1] / t[0], t[4], t[5], t[6], t[7], t[2], best / t[2], torch_cols, ratio_col, differ, a.size());
     std::fflush(stdout);
     CHECK_CUDA(cudaFree(d_amax));
     CHECK_CUDA(cudaFree(e_packed));
     CHECK_CUDA(cudaFree(e_scales));
     for (void* q : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(d), static_cast<void*>(d_offsets), static_cast<void*>(d_S),
-                    static_cast<void*>(packed), static_cast<void*>(scales), static_cast<void*>(p.shapes), static_cast<void*>(p.a),
-                    static_cast<void*>(p.b), static_cast<void*>(p.stride_a), static_cast<void*>(p.stride_b), static_cast<void*>(p.stride_c),
-                    static_cast<void*>(p.stride_d)}) {
+                    static_cast<void*>(packed), static_cast<void*>(scales)}) {
       CHECK_CUDA(cudaFree(q));
     }
+    free_problem(p);
+    free_problem(pp);
+    free_problem(pp64);
+    free_problem(pcb);
+    free_problem(ppb);
   }
   return 0;
 }
@@ -297,8 +397,9 @@ int main(int argc, char** argv) {
   const int T_max = Ts.back();
   std::printf("bench_cutlass: medians of %d round-robin runs (L2 flushed), microseconds; node = fp4fuse SwiGLU->NVFP4 epilogue\n",
               bench::g_reps);
-  std::printf("%-12s %6s | %9s %9s %7s | %9s %7s | %9s %9s %7s | %9s %7s | %9s %9s | %s\n", "model", "T", "coop", "coop bf16", "ratio",
-              "coop fast", "ratio", "pp", "pp bf16", "ratio", "pp+amax", "amax", "cublas", "cub+swq", "best node / cublas");
+  std::printf("%-12s %6s | %9s %9s %7s | %9s %7s | %9s %9s %7s | %9s %7s | %9s %9s %7s | %9s %9s | %s\n", "model", "T", "coop", "coop bf16",
+              "ratio", "coop fast", "ratio", "pp", "pp bf16", "ratio", "pp+amax", "amax", "pp128", "pp128 bf16", "ratio", "cublas", "cub+swq",
+              "best node / cublas");
   for (const model& m : models) {
     const int K = m.H, N = m.N, I = N / 2;
     __nv_bfloat16 *x = nullptr, *w = nullptr, *d = nullptr;
@@ -346,6 +447,14 @@ int main(int argc, char** argv) {
       cutlass_launch<pp_bf16> pb(pp_bf16::arguments(T, N, K, cx, cw, d, pbf));
       cutlass_launch<pp_node> pna(pp_node::arguments(T, N, K, cx, cw, nullptr, pfa));
       cutlass_launch<coop_fast> cf(coop_fast::arguments(T, N, K, cx, cw, nullptr, ff));
+      typename pp128_node::FusionArguments qf{};
+      qf.out = out;
+      qf.encode_scale = d_S;
+      typename pp128_bf16::FusionArguments qbf{};
+      qbf.alpha = 1.0f;
+      qbf.beta = 0.0f;
+      cutlass_launch<pp128_node> qn(pp128_node::arguments(T, N, K, cx, cw, nullptr, qf));
+      cutlass_launch<pp128_bf16> qb(pp128_bf16::arguments(T, N, K, cx, cw, d, qbf));
       bench::cublas_gemm cublas(x, w, d, T, N, K);
       const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
       const std::vector<double> t = bench::time_round_robin({
@@ -360,11 +469,14 @@ int main(int argc, char** argv) {
           },
           [&] { pna.run(); },
           [&] { cf.run(); },
+          [&] { qn.run(); },
+          [&] { qb.run(); },
       });
       CHECK_CUDA(cudaDeviceSynchronize());
-      const double best_node = std::min(t[0], t[2]);
-      std::printf("%-12s %6d | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f | %.3f\n", m.name, T, t[0], t[1],
-                  t[0] / t[1], t[7], t[7] / t[1], t[2], t[3], t[2] / t[3], t[6], t[6] / t[2], t[4], t[5], best_node / t[4]);
+      const double best_node = std::min({t[0], t[2], t[8]});
+      std::printf("%-12s %6d | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %7.3f | %9.1f %9.1f %7.3f | %9.1f %9.1f | %.3f\n", m.name,
+                  T, t[0], t[1], t[0] / t[1], t[7], t[7] / t[1], t[2], t[3], t[2] / t[3], t[6], t[6] / t[2], t[8], t[9], t[8] / t[9], t[4], t[5],
+                  best_node / t[4]);
       std::fflush(stdout);
       CHECK_CUDA(cudaFree(packed));
       CHECK_CUDA(cudaFree(scales));

@@ -16,7 +16,7 @@
 //             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
-//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed; --profile runs each kernel once, untimed, for ncu)
+//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu)
 //   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
 //   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
 //   about 1.4 GHz, and takes a while to clock back up: a short configuration timed right after a
@@ -57,11 +57,14 @@ struct config {
   }
 };
 
-std::vector<config> all_configs() {
+/// The table's configurations; with `balanced`, also the balanced routing's (only with --only).
+std::vector<config> all_configs(bool balanced = false) {
   std::vector<config> c;
   for (const model* m : {&l1_gemm::moe::deepseek_v3, &l1_gemm::moe::gpt_oss_120b})
-    for (int T : {64, 512, 4096, 32768})
+    for (int T : {64, 512, 4096, 32768}) {
       for (routing r : {routing::uniform, routing::skewed}) c.push_back({m, T, r});
+      if (balanced) c.push_back({m, T, routing::balanced});
+    }
   return c;
 }
 
@@ -148,7 +151,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<config> configs;
-  for (const config& c : all_configs()) {
+  for (const config& c : all_configs(only_routing == 2)) {
     const int mi = c.m == &l1_gemm::moe::deepseek_v3 ? 0 : 1;
     if (only_model >= 0 && (mi != only_model || c.T != only_T || static_cast<int>(c.r) != only_routing)) continue;
     configs.push_back(c);

@@ -27,15 +27,24 @@ inline constexpr model gpt_oss_120b{"GPT-OSS-120B", 128, 4, 2880, 2880, true};
 
 /// How tokens pick experts: `uniform`, k distinct experts uniformly at random; `skewed`, as uniform
 /// but expert 0 is one of a token's k experts with probability 1/2 (so it gets about half of the
-/// tokens, T / 2 rows: the hot expert of an unbalanced batch).
-enum class routing { uniform, skewed };
+/// tokens, T / 2 rows: the hot expert of an unbalanced batch); `balanced`, every expert gets
+/// T * k / E rows (the remainder one more each to the first experts): no expert ends inside a tile
+/// that a uniform routing would leave mostly empty (a bound, not a routing a model produces).
+enum class routing { uniform, skewed, balanced };
 
-inline const char* routing_name(routing r) { return r == routing::uniform ? "uniform" : "skewed"; }
+inline const char* routing_name(routing r) {
+  return r == routing::uniform ? "uniform" : r == routing::skewed ? "skewed" : "balanced";
+}
 
 /// Rows per expert for T tokens routed top-k among E experts.
 inline std::vector<std::int32_t> route(int T, int E, int k, routing r, std::uint64_t seed) {
   std::mt19937_64 g(seed);
   std::vector<std::int32_t> counts(static_cast<std::size_t>(E), 0);
+  if (r == routing::balanced) {
+    const std::int64_t rows = static_cast<std::int64_t>(T) * k;
+    for (int e = 0; e < E; ++e) counts[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(rows / E + (e < rows % E ? 1 : 0));
+    return counts;
+  }
   std::vector<int> picked;
   for (int t = 0; t < T; ++t) {
     picked.clear();

@@ -27,17 +27,21 @@ using cute::_256;
 using cute::Int;
 using cute::Shape;
 
-/// Kernel schedule pairs.
-struct cooperative {
-  using kernel = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
-  using epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
-  static constexpr int epi_m = 128;
+/// A kernel schedule and its epilogue schedule; EpiM: the epilogue subtile's M, the MMA tile's
+/// (128 cooperative: both consumer warp groups on one tile; 64 ping-pong: one warp group per tile).
+template <class Kernel, class Epilogue, int EpiM>
+struct schedule_pair {
+  using kernel = Kernel;
+  using epilogue = Epilogue;
+  static constexpr int epi_m = EpiM;
 };
-struct pingpong {
-  using kernel = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
-  using epilogue = cutlass::epilogue::TmaWarpSpecialized;
-  static constexpr int epi_m = 64;
-};
+using cooperative = schedule_pair<cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative, 128>;
+using pingpong = schedule_pair<cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized, 64>;
+/// The ptr-array grouped GEMM's pairs.
+using grouped_cooperative = schedule_pair<cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
+                                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, 128>;
+using grouped_pingpong = schedule_pair<cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong,
+                                       cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong, 64>;
 
 /// One GEMM: `Fusion` is the epilogue fusion operation, `ElementD` void for the fp4fuse node.
 template <class Schedule, class TileShape, class ClusterShape, int EpiN, class Fusion, class ElementD>
@@ -76,20 +80,23 @@ struct sm90_gemm {
   }
 };
 
-/// The ptr-array grouped GEMM (group e: X rows of expert e times W_e), `Fusion` the node over a
-/// grouped scale layout, no D.
-template <class TileShape, class ClusterShape, int EpiN, class Fusion>
+/// The ptr-array grouped GEMM (group e: X rows of expert e times W_e): `Fusion` the node over a
+/// grouped scale layout and `ElementD` void, or CUTLASS's linear combination writing D (group e's
+/// rows of one [rows, N] matrix) for the speed reference.
+template <class Schedule, class TileShape, class ClusterShape, int EpiN, class Fusion, class ElementD = void>
 struct sm90_grouped_gemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
-  using EpiTile = Shape<_128, Int<EpiN>>;
+  using EpiTile = Shape<Int<Schedule::epi_m>, Int<EpiN>>;
+  static constexpr bool has_d = !cute::is_void_v<ElementD>;
+  using D_t = cute::conditional_t<has_d, ElementD, float>;  ///< D's element where there is one
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpiTile, float, float, void, cutlass::layout::RowMajor*, 8,
-      void, cutlass::layout::RowMajor*, 8, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+      ElementD, cutlass::layout::RowMajor*, 8, typename Schedule::epilogue, Fusion>::CollectiveOp;
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::bfloat16_t, cutlass::layout::RowMajor*, 8, cutlass::bfloat16_t,
       cutlass::layout::ColumnMajor*, 8, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Schedule::kernel>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   using StrideA = typename Gemm::GemmKernel::InternalStrideA;
@@ -107,6 +114,7 @@ struct sm90_grouped_gemm {
     StrideB* stride_b = nullptr;
     StrideC* stride_c = nullptr;
     StrideD* stride_d = nullptr;
+    D_t** d = nullptr;  ///< group e's D (only with ElementD)
   };
 
   static typename Gemm::Arguments arguments(int experts, const device_problem& p, const FusionArguments& fusion, int sms) {
@@ -118,15 +126,17 @@ struct sm90_grouped_gemm {
                                   {p.a, p.stride_a, p.b, p.stride_b},
                                   {fusion, nullptr, p.stride_c, nullptr, p.stride_d},
                                   hw};
+    if constexpr (has_d) args.epilogue.ptr_D = p.d;
     return args;
   }
 };
 
 /// Fills the grouped GEMM's device arrays from the experts' offsets (device memory, E + 1 entries):
-/// group e is X[offsets[e] : offsets[e + 1]] [M_e, K] times W[e] [N, K]. One thread per expert.
+/// group e is X[offsets[e] : offsets[e + 1]] [M_e, K] times W[e] [N, K], into D's same rows when
+/// p.d is set. One thread per expert.
 template <class G>
 __global__ void make_grouped_problem(typename G::device_problem p, const int* offsets, int experts, const cutlass::bfloat16_t* X,
-                                     const cutlass::bfloat16_t* W, int N, int K) {
+                                     const cutlass::bfloat16_t* W, int N, int K, typename G::D_t* D = nullptr) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= experts) return;
   const int M = offsets[e + 1] - offsets[e];
@@ -137,10 +147,13 @@ __global__ void make_grouped_problem(typename G::device_problem p, const int* of
   p.stride_b[e] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(N, K, 1));
   p.stride_c[e] = cutlass::make_cute_packed_stride(typename G::StrideC{}, cute::make_shape(M, N, 1));
   p.stride_d[e] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(M, N, 1));
+  if (p.d != nullptr) p.d[e] = D + static_cast<std::int64_t>(offsets[e]) * N;
 }
 
 using tile_128x256 = Shape<_128, _256, _64>;
 using tile_64x256 = Shape<_64, _256, _64>;
+using tile_128x128 = Shape<_128, _128, _64>;
+using tile_64x128 = Shape<_64, _128, _64>;
 using cluster_2x1 = Shape<_2, _1, _1>;
 using cluster_1x1 = Shape<_1, _1, _1>;
 

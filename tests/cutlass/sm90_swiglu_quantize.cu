@@ -159,6 +159,12 @@ using coop_ref = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, lincomb<f
 using coop_mx_node = sm90_gemm<cooperative, tile_128x256, cluster_2x1, 64, node_op<mxfp4>, void>;
 using pp_node = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, node_op<nvfp4>, void>;
 using pp_ref = sm90_gemm<pingpong, tile_64x256, cluster_1x1, 64, lincomb<float>, float>;
+// Ping-pong with 128-row tiles: each consumer warp group's tile is two 64-row epilogue subtiles.
+using pp128_node = sm90_gemm<pingpong, tile_128x128, cluster_2x1, 64, node_op<nvfp4>, void>;
+using pp128_ref = sm90_gemm<pingpong, tile_128x128, cluster_2x1, 64, lincomb<float>, float>;
+// Ping-pong 64x128 in clusters of 2: torch._grouped_mm's configuration for small groups.
+using pp64_node = sm90_gemm<pingpong, tile_64x128, cluster_2x1, 64, node_op<nvfp4>, void>;
+using pp64_ref = sm90_gemm<pingpong, tile_64x128, cluster_2x1, 64, lincomb<float>, float>;
 
 struct problem {
   int M, N, K;
@@ -185,6 +191,8 @@ TEST_CASE("cutlass sm90 cooperative: node == fp32 D + swiglu_quantize (MXFP4)", 
 
 TEST_CASE("cutlass sm90 ping-pong: node == fp32 D + swiglu_quantize (NVFP4)", "[gpu]") {
   for (const problem& s : problems) check_shape<nvfp4, pp_node, pp_ref>(s.M, s.N, s.K, s.bias, "pingpong nvfp4");
+  for (const problem& s : problems) check_shape<nvfp4, pp128_node, pp128_ref>(s.M, s.N, s.K, s.bias, "pingpong 128x128 nvfp4");
+  for (const problem& s : problems) check_shape<nvfp4, pp64_node, pp64_ref>(s.M, s.N, s.K, s.bias, "pingpong 64x128 nvfp4");
 }
 
 TEST_CASE("cutlass sm90: can_implement names the argument that does not fit", "[cutlass]") {
@@ -220,12 +228,18 @@ TEST_CASE("cutlass sm90: can_implement names the argument that does not fit", "[
 // included); scale bytes outside every expert's block (the layout's slack) stay untouched.
 namespace sm90_node_test {
 
+// Each grouped GEMM is compared with the dense node of the same schedule and tile (the same fp32
+// accumulators by construction).
 template <class ExpertStart>
-using grouped = sm90_grouped_gemm<tile_128x256, cluster_2x1, 64, grouped_node_op<nvfp4, ExpertStart>>;
+using grouped_coop = sm90_grouped_gemm<grouped_cooperative, tile_128x256, cluster_2x1, 64, grouped_node_op<nvfp4, ExpertStart>>;
+template <class ExpertStart>
+using grouped_pp128 = sm90_grouped_gemm<grouped_pingpong, tile_128x128, cluster_2x1, 64, grouped_node_op<nvfp4, ExpertStart>>;
+template <class ExpertStart>
+using grouped_pp64 = sm90_grouped_gemm<grouped_pingpong, tile_64x128, cluster_2x1, 64, grouped_node_op<nvfp4, ExpertStart>>;
 
-template <class ExpertStart>
+template <template <class> class Grouped, class Dense, class ExpertStart>
 void check_grouped(const std::vector<int>& counts, int N, int K, bool per_expert, const char* name) {
-  using G = grouped<ExpertStart>;
+  using G = Grouped<ExpertStart>;
   using GL = fp4fuse::scale_layout::grouped_swizzled_128x4<ExpertStart>;
   using L = fp4fuse::scale_layout::swizzled_128x4;
   const int E = static_cast<int>(counts.size()), I = N / 2;
@@ -297,12 +311,12 @@ void check_grouped(const std::vector<int>& counts, int N, int K, bool per_expert
     FP4FUSE_TEST_CUDA(cudaMemset(ds.p, 0x5A, ds.n));
     device_buffer<float> da(1);
     FP4FUSE_TEST_CUDA(cudaMemset(da.p, 0, sizeof(float)));
-    typename coop_node::FusionArguments df{};
+    typename Dense::FusionArguments df{};
     df.out = {dp.p, ld, ds.p, dl};
     df.encode_scale = d_S.p + (per_expert ? e : 0);
     df.bias = per_expert ? d_bias.p + std::size_t(e) * N : nullptr;
     df.amax = da.p;
-    run_gemm<coop_node>(coop_node::arguments(M, N, K, d_x.p + std::size_t(offsets[e]) * K, d_w.p + std::size_t(e) * N * K, nullptr, df));
+    run_gemm<Dense>(Dense::arguments(M, N, K, d_x.p + std::size_t(offsets[e]) * K, d_w.p + std::size_t(e) * N * K, nullptr, df));
     const auto want_packed = dp.host(), want_scales = ds.host();
     want_amax = std::max(want_amax, da.host()[0]);
     for (std::size_t i = 0; i < want_packed.size(); ++i, ++compared) {
@@ -334,12 +348,26 @@ void check_grouped(const std::vector<int>& counts, int N, int K, bool per_expert
 TEST_CASE("cutlass sm90 ptr-array grouped: each expert == the dense node on that expert", "[gpu]") {
   using namespace fp4fuse::scale_layout::expert_start;
   const std::vector<int> edges = {0, 1, 127, 128, 129, 300, 15, 256, 0, 64};
-  check_grouped<padded_prefix_sum>(edges, 768, 256, false, "grouped padded_prefix_sum");
-  check_grouped<offset_bound>(edges, 768, 256, true, "grouped offset_bound");
+  check_grouped<grouped_coop, coop_node, padded_prefix_sum>(edges, 768, 256, false, "grouped padded_prefix_sum");
+  check_grouped<grouped_coop, coop_node, offset_bound>(edges, 768, 256, true, "grouped offset_bound");
   auto g = rng("grouped routing");
   std::vector<int> skewed(16);
   std::uniform_int_distribution<int> count(0, 400);
   for (auto& c : skewed) c = count(g);
-  check_grouped<offset_bound>(skewed, 4096, 512, false, "grouped offset_bound DeepSeek-V3 N");
-  check_grouped<padded_prefix_sum>(skewed, 2880 * 2, 512, true, "grouped padded_prefix_sum GPT-OSS N");
+  check_grouped<grouped_coop, coop_node, offset_bound>(skewed, 4096, 512, false, "grouped offset_bound DeepSeek-V3 N");
+  check_grouped<grouped_coop, coop_node, padded_prefix_sum>(skewed, 2880 * 2, 512, true, "grouped padded_prefix_sum GPT-OSS N");
+}
+
+TEST_CASE("cutlass sm90 ptr-array grouped ping-pong: each expert == the dense ping-pong node of the same tile on that expert", "[gpu]") {
+  using namespace fp4fuse::scale_layout::expert_start;
+  const std::vector<int> edges = {0, 1, 127, 128, 129, 300, 15, 256, 0, 64};
+  check_grouped<grouped_pp128, pp128_node, offset_bound>(edges, 768, 256, true, "grouped ping-pong offset_bound");
+  auto g = rng("grouped ping-pong routing");
+  std::vector<int> skewed(16);
+  std::uniform_int_distribution<int> count(0, 400);
+  for (auto& c : skewed) c = count(g);
+  check_grouped<grouped_pp128, pp128_node, padded_prefix_sum>(skewed, 4096, 512, false, "grouped ping-pong padded_prefix_sum DeepSeek-V3 N");
+  check_grouped<grouped_pp128, pp128_node, offset_bound>(skewed, 2880 * 2, 512, true, "grouped ping-pong offset_bound GPT-OSS N");
+  check_grouped<grouped_pp64, pp64_node, padded_prefix_sum>(edges, 768, 256, false, "grouped ping-pong 64x128 padded_prefix_sum");
+  check_grouped<grouped_pp64, pp64_node, offset_bound>(skewed, 2880 * 2, 512, true, "grouped ping-pong 64x128 offset_bound GPT-OSS N");
 }
