@@ -59,6 +59,13 @@ def main():
         if not ok:
             fails.append(what)
 
+    def expect_linked(name, f, arch):
+        """One GEMM kernel for `arch`, the bridge linked and inlined: no call, no unresolved extern."""
+        expect(f["target"] == [arch], f"{name}: PTX target {f['target']}, not {arch}")
+        expect(len(f["entries"]) == 1, f"{name}: {len(f['entries'])} kernels, not 1")
+        expect(f["calls"] == 0, f"{name}: {f['calls']} calls left (the bridge not inlined)")
+        expect(f["externs"] == [], f"{name}: unresolved externs {f['externs']}")
+
     gemms = compile_for("sm_90a", "gemm")
     expect(sorted(gemms) == ["bf16", "fp32", "nvfp4"], f"cooperative GEMM variants {sorted(gemms)}")
     pingpong = compile_for("sm_90a", "gemm", "moe_l1_cute_dsl_pingpong.py")
@@ -66,10 +73,7 @@ def main():
     gemms.update({"pingpong_" + k: v for k, v in pingpong.items()})
     for name, f in sorted(gemms.items()):
         print(f"sm_90a GEMM {name}: {json.dumps(f)[:400]}")
-        expect(f["target"] == ["sm_90a"], f"{name}: PTX target {f['target']}, not sm_90a")
-        expect(len(f["entries"]) == 1, f"{name}: {len(f['entries'])} kernels, not 1")
-        expect(f["calls"] == 0, f"{name}: {f['calls']} calls left (the bridge not inlined)")
-        expect(f["externs"] == [], f"{name}: unresolved externs {f['externs']}")
+        expect_linked(name, f, "sm_90a")
         expect(f["local"] == 0, f"{name}: {f['local']} local-memory accesses (register spills or fragments in memory)")
         expect(f["wgmma"] > 0, f"{name}: no wgmma")
         expect(f["tma_load"] > 0, f"{name}: no TMA load")
@@ -91,10 +95,7 @@ def main():
     expect(sorted(sm100) == ["bf16", "fp32", "nvfp4"], f"sm100 GEMM variants {sorted(sm100)}")
     for name, f in sorted(sm100.items()):
         print(f"sm_100a GEMM sm100_{name}: {json.dumps(f)[:400]}")
-        expect(f["target"] == ["sm_100a"], f"sm100_{name}: PTX target {f['target']}, not sm_100a")
-        expect(len(f["entries"]) == 1, f"sm100_{name}: {len(f['entries'])} kernels, not 1")
-        expect(f["calls"] == 0, f"sm100_{name}: {f['calls']} calls left (the bridge not inlined)")
-        expect(f["externs"] == [], f"sm100_{name}: unresolved externs {f['externs']}")
+        expect_linked(f"sm100_{name}", f, "sm_100a")
         expect(f["local"] == 0 and f["local_any"] == 0,
                f"sm100_{name}: local memory in the PTX ({f['local']} accesses, {f['local_any']} mentions of .local)")
         expect(f["tcgen05_mma"] > 0, f"sm100_{name}: no tcgen05.mma")
