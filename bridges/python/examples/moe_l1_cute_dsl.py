@@ -180,14 +180,7 @@ class MoeL1Gemm:
         sB = storage.sB.get_tensor(b_smem.outer, swizzle=b_smem.inner)
         sC = storage.sC.get_tensor(c_smem.outer, swizzle=c_smem.inner)
 
-        # (bM, bK, RestM, RestK, RestL) / (bN, bK, RestN, RestK, RestL)
-        gA = cute.local_tile(mA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
-        gB = cute.local_tile(mB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
-        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
-                                                      cute.group_modes(gA, 0, 2))
-        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2),
-                                                      cute.group_modes(gB, 0, 2))
-        k_tiles = cute.size(gA, mode=[3])
+        tAsA, tAgA, tBsB, tBgB, k_tiles = tma_partition_ab(tma_a, tma_b, mA, mB, sA, sB, self.tile_mnk)
 
         wg = cute.arch.make_warp_uniform(tidx // 128)
         thr_mma = tiled_mma.get_slice(cute.make_layout(self.num_mma_wg, stride=128)(wg - 1))
@@ -203,23 +196,7 @@ class MoeL1Gemm:
             # ---- producer: TMA loads of A and B, k-tile by k-tile, for every tile of this CTA ----
             cute.arch.setmaxregister_decrease(40)
             if warp == 0:
-                sched = utils.StaticPersistentTileScheduler.create(sched_params, cute.arch.block_idx(), cute.arch.grid_dim())
-                work = sched.initial_work_tile_info()
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.ab_stage)
-                while work.is_valid_tile:
-                    tile = work.tile_idx
-                    tAgA_t = tAgA[(None, tile[0], None, tile[2])]
-                    tBgB_t = tBgB[(None, tile[1], None, tile[2])]
-                    for k in cutlass.range(k_tiles, unroll=1):
-                        ab_pipe.producer_acquire(state)
-                        bar = ab_pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar)
-                        cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar)
-                        ab_pipe.producer_commit(state)
-                        state.advance()
-                    sched.advance_to_next_work()
-                    work = sched.get_current_work()
-                ab_pipe.producer_tail(state)
+                produce_ab(ab_pipe, tma_a, tma_b, tAgA, tAsA, tBgB, tBsB, k_tiles, self.ab_stage, sched_params)
         else:
             # ---- consumers: wgmma over the k-tiles, then the epilogue ----
             cute.arch.setmaxregister_increase(232)
@@ -323,6 +300,43 @@ class MoeL1Gemm:
             if cutlass.const_expr(not self.is_fused):
                 if warp == 4:
                     store_pipe.producer_tail()
+
+
+# ---- the mainloop's operands and producer: shared by the two Hopper examples' kernels ---------------
+def tma_partition_ab(tma_a, tma_b, mA, mB, sA, sB, tile_mnk):
+    """The CTA's TMA views of A and B for tiles of `tile_mnk` (shared memory, global memory) and the
+    k-tiles per output tile: (tAsA, tAgA, tBsB, tBgB, k_tiles)."""
+    # (bM, bK, RestM, RestK, RestL) / (bN, bK, RestN, RestK, RestL)
+    gA = cute.local_tile(mA, cute.slice_(tile_mnk, (None, 0, None)), (None, None, None))
+    gB = cute.local_tile(mB, cute.slice_(tile_mnk, (0, None, None)), (None, None, None))
+    tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
+                                                  cute.group_modes(gA, 0, 2))
+    tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2),
+                                                  cute.group_modes(gB, 0, 2))
+    return tAsA, tAgA, tBsB, tBgB, cute.size(gA, mode=[3])
+
+
+@cute.jit
+def produce_ab(ab_pipe, tma_a, tma_b, tAgA, tAsA, tBgB, tBsB, k_tiles, ab_stage: cutlass.Constexpr, sched_params):
+    """The producer warp: TMA loads of A and B, k-tile by k-tile, into the `ab_stage`-deep ring for
+    every tile of the CTA's persistent sequence, in order (the consumers take them as they come)."""
+    sched = utils.StaticPersistentTileScheduler.create(sched_params, cute.arch.block_idx(), cute.arch.grid_dim())
+    work = sched.initial_work_tile_info()
+    state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, ab_stage)
+    while work.is_valid_tile:
+        tile = work.tile_idx
+        tAgA_t = tAgA[(None, tile[0], None, tile[2])]
+        tBgB_t = tBgB[(None, tile[1], None, tile[2])]
+        for k in cutlass.range(k_tiles, unroll=1):
+            ab_pipe.producer_acquire(state)
+            bar = ab_pipe.producer_get_barrier(state)
+            cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar)
+            cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar)
+            ab_pipe.producer_commit(state)
+            state.advance()
+        sched.advance_to_next_work()
+        work = sched.get_current_work()
+    ab_pipe.producer_tail(state)
 
 
 # ---- one block of one row to global memory: shared by the three examples' epilogues ---------------

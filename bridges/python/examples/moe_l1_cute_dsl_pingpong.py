@@ -38,7 +38,8 @@ from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
 
 # shared with the cooperative example: models, the nvcc reference, the epilogue kernel, PTX facts, timing
 from moe_l1_cute_dsl import (ACT_CODE, MODELS, DeviceTimer, compile_epilogue, compile_gemm, epilogue_only, fake_operands,
-                             interleave8, medians_us, ptx_facts, quantize_store, run_cli, set_output, store_scale, timing_probe)
+                             interleave8, medians_us, produce_ab, ptx_facts, quantize_store, run_cli, set_output, store_scale, timing_probe,
+                             tma_partition_ab)
 from moe_l1_cute_dsl import MoeL1Gemm as CooperativeGemm
 from moe_l1_cute_dsl import Runner as CooperativeRunner
 
@@ -106,14 +107,7 @@ class MoeL1Gemm(CooperativeGemm):
         sB = storage.sB.get_tensor(b_smem.outer, swizzle=b_smem.inner)
         sC = storage.sC.get_tensor(c_smem.outer, swizzle=c_smem.inner)
 
-        # (bM, bK, RestM, RestK, RestL) / (bN, bK, RestN, RestK, RestL)
-        gA = cute.local_tile(mA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
-        gB = cute.local_tile(mB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
-        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
-                                                      cute.group_modes(gA, 0, 2))
-        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2),
-                                                      cute.group_modes(gB, 0, 2))
-        k_tiles = cute.size(gA, mode=[3])
+        tAsA, tAgA, tBsB, tBgB, k_tiles = tma_partition_ab(tma_a, tma_b, mA, mB, sA, sB, self.tile_mnk)
 
         wg = cute.arch.make_warp_uniform(tidx // 128)
         thr_mma = tiled_mma.get_slice(0)  # one warp group per tile: every consumer group takes slice 0
@@ -129,23 +123,7 @@ class MoeL1Gemm(CooperativeGemm):
             # ---- producer: TMA loads of A and B, k-tile by k-tile, for every tile of this CTA ----
             cute.arch.setmaxregister_decrease(40)
             if warp == 0:
-                sched = utils.StaticPersistentTileScheduler.create(sched_params, cute.arch.block_idx(), cute.arch.grid_dim())
-                work = sched.initial_work_tile_info()
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.ab_stage)
-                while work.is_valid_tile:
-                    tile = work.tile_idx
-                    tAgA_t = tAgA[(None, tile[0], None, tile[2])]
-                    tBgB_t = tBgB[(None, tile[1], None, tile[2])]
-                    for k in cutlass.range(k_tiles, unroll=1):
-                        ab_pipe.producer_acquire(state)
-                        bar = ab_pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA_t[(None, k)], tAsA[(None, state.index)], tma_bar_ptr=bar)
-                        cute.copy(tma_b, tBgB_t[(None, k)], tBsB[(None, state.index)], tma_bar_ptr=bar)
-                        ab_pipe.producer_commit(state)
-                        state.advance()
-                    sched.advance_to_next_work()
-                    work = sched.get_current_work()
-                ab_pipe.producer_tail(state)
+                produce_ab(ab_pipe, tma_a, tma_b, tAgA, tAsA, tBgB, tBsB, k_tiles, self.ab_stage, sched_params)
         else:
             # ---- consumers: warp group c = wg - 1 takes tiles c, c + 2, ... of the CTA's sequence ----
             cute.arch.setmaxregister_increase(232)
