@@ -121,13 +121,7 @@ struct Sm90SwiGluQuantize : detail::node_base<Op> {
     }
 
     CUTLASS_DEVICE void end() {
-      using namespace cute;
-      constexpr cuda::std::int64_t scale_tile_cols = tile_n / (2 * block_size);
-      const cuda::std::int64_t m0 = static_cast<cuda::std::int64_t>(get<0>(tile)) * tile_m;
-      const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(get<1>(tile)) * scale_tile_cols;
-      const scale_tile_grid grid{{tile_m, scale_tile_cols},
-                                 {(M + tile_m - 1) / tile_m * tile_m, (N + tile_n - 1) / tile_n * scale_tile_cols}};
-      detail::library<Op>::pad_beyond_grid(out, grid, scale_region{m0, c0, {tile_m, scale_tile_cols}}, thread_idx, Threads);
+      detail::library<Op>::template pad_tile_beyond_grid<tile_m, tile_n>(out, cute::get<0>(tile), cute::get<1>(tile), M, N, thread_idx, Threads);
     }
   };
 

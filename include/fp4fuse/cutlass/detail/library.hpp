@@ -121,9 +121,16 @@ struct library {
     with_epilogue(p, out, group, codec, [&](const auto& op) { row_epilogue(op, acc, origin); });
   }
 
-  /// The scale padding beyond the CTA-tile grid that `part` (one CTA tile) owns.
-  CUTLASS_DEVICE static void pad_beyond_grid(const dense_output& out, scale_tile_grid grid, scale_region part, int thread, int threads) {
-    write_scale_padding_beyond_grid(out, grid, part, thread, threads);
+  /// The scale padding beyond the CTA-tile grid that CTA tile (m_blk, n_blk) of TileM x TileN
+  /// gate/up columns owns, in the [M, N] gate/up problem of `out` (all `threads` of the epilogue).
+  template <int TileM, int TileN, class Index>
+  CUTLASS_DEVICE static void pad_tile_beyond_grid(const dense_output& out, Index m_blk, Index n_blk, cuda::std::int64_t M, cuda::std::int64_t N,
+                                                  int thread, int threads) {
+    constexpr cuda::std::int64_t scale_tile_cols = TileN / (2 * Op::format_type::block_size);
+    const cuda::std::int64_t m0 = static_cast<cuda::std::int64_t>(m_blk) * TileM;
+    const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(n_blk) * scale_tile_cols;
+    const scale_tile_grid grid{{TileM, scale_tile_cols}, {(M + TileM - 1) / TileM * TileM, (N + TileN - 1) / TileN * scale_tile_cols}};
+    write_scale_padding_beyond_grid(out, grid, scale_region{m0, c0, {TileM, scale_tile_cols}}, thread, threads);
   }
 
 };

@@ -68,7 +68,6 @@ struct node_base {
 /// codec, and the thread's first accumulator's row and column (from the collective's residue).
 template <class Op, int TileM, int TileN, class TileCoord>
 struct node_tile {
-  using Format = typename Op::format_type;
   TileCoord tile;  // (m, n, k, l)
   cuda::std::int64_t M, N;
   int thread_idx;
@@ -88,21 +87,26 @@ struct node_tile {
 
   /// The scale padding beyond the CTA-tile grid that this tile owns (all `threads` of the epilogue).
   CUTLASS_DEVICE void pad_beyond_grid(int threads) const {
-    constexpr cuda::std::int64_t scale_tile_cols = TileN / (2 * Format::block_size);
-    const cuda::std::int64_t m0 = static_cast<cuda::std::int64_t>(cute::get<0>(tile)) * TileM;
-    const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(cute::get<1>(tile)) * scale_tile_cols;
-    const scale_tile_grid grid{{TileM, scale_tile_cols}, {(M + TileM - 1) / TileM * TileM, (N + TileN - 1) / TileN * scale_tile_cols}};
-    library<Op>::pad_beyond_grid(out, grid, scale_region{m0, c0, {TileM, scale_tile_cols}}, thread_idx, threads);
+    library<Op>::template pad_tile_beyond_grid<TileM, TileN>(out, cute::get<0>(tile), cute::get<1>(tile), M, N, thread_idx, threads);
   }
 };
 
-/// What the architectures' `FusionCallbacks` specialisations are: `Node` (a store node with
-/// `operation_type`) over the accumulator, with the node's arguments as the callbacks' arguments.
-template <class NodeType>
-struct node_callbacks : cutlass::epilogue::fusion::Sm90EVT<NodeType, cutlass::epilogue::fusion::Sm90AccFetch> {
+/// What the architectures' `FusionCallbacks` specialisations are: `NodeType` (a store node with
+/// `operation_type`) over the accumulator, with the node's arguments as the callbacks' arguments,
+/// for one kind of GEMM: `Grouped` (a ptr-array grouped GEMM: group e writes expert e's rows and
+/// scale block) needs a grouped scale layout, a dense GEMM a dense one.
+template <class NodeType, bool Grouped>
+struct layout_callbacks : cutlass::epilogue::fusion::Sm90EVT<NodeType, cutlass::epilogue::fusion::Sm90AccFetch> {
   using Node = NodeType;
   using Operation = typename Node::operation_type;
   using Impl = cutlass::epilogue::fusion::Sm90EVT<Node, cutlass::epilogue::fusion::Sm90AccFetch>;
+  using Layout = typename Operation::layout_type;
+  static_assert(Grouped || !scale_layout::is_grouped<Layout>,
+                "fp4fuse SwiGluQuantize: a grouped scale layout needs CUTLASS's ptr-array grouped GEMM (KernelPtrArrayTmaWarpSpecialized*), "
+                "not the dense GemmUniversal");
+  static_assert(!Grouped || scale_layout::is_grouped<Layout>,
+                "fp4fuse SwiGluQuantize: the ptr-array grouped GEMM writes a grouped scale layout (scale_layout::grouped_swizzled_128x4<ExpertStart>; "
+                "one group for a dense output)");
 
   /// `fp4fuse::cutlass_ext::SwiGluQuantizeArguments` (its fields: out, encode_scale, activation,
   /// bias, amax, and the two group strides, which matter only in a grouped GEMM), as the EVT's
@@ -112,20 +116,6 @@ struct node_callbacks : cutlass::epilogue::fusion::Sm90EVT<NodeType, cutlass::ep
   };
 
   using Impl::Impl;
-};
-
-/// `node_callbacks` for one kind of GEMM: `Grouped` (a ptr-array grouped GEMM: group e writes
-/// expert e's rows and scale block) needs a grouped scale layout, a dense GEMM a dense one.
-template <class NodeType, bool Grouped>
-struct layout_callbacks : node_callbacks<NodeType> {
-  using Layout = typename NodeType::operation_type::layout_type;
-  static_assert(Grouped || !scale_layout::is_grouped<Layout>,
-                "fp4fuse SwiGluQuantize: a grouped scale layout needs CUTLASS's ptr-array grouped GEMM (KernelPtrArrayTmaWarpSpecialized*), "
-                "not the dense GemmUniversal");
-  static_assert(!Grouped || scale_layout::is_grouped<Layout>,
-                "fp4fuse SwiGluQuantize: the ptr-array grouped GEMM writes a grouped scale layout (scale_layout::grouped_swizzled_128x4<ExpertStart>; "
-                "one group for a dense output)");
-  using node_callbacks<NodeType>::node_callbacks;
 };
 
 }  // namespace fp4fuse::cutlass_ext::detail
