@@ -121,22 +121,26 @@ using grouped_pp64_node = sm90_grouped_gemm<grouped_pingpong, tile_64x128, clust
 using grouped_coop_bf16 = sm90_grouped_gemm<grouped_cooperative, tile_128x256, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
 using grouped_pp_bf16 = sm90_grouped_gemm<grouped_pingpong, tile_128x128, cluster_2x1, 64, lincomb<cutlass::bfloat16_t>, cutlass::bfloat16_t>;
 
-/// The device arrays of one grouped launch of G (filled by make_grouped_problem).
-template <class G>
-typename G::device_problem alloc_problem(int E) {
-  typename G::device_problem p{};
-  CHECK_CUDA(cudaMalloc(&p.shapes, E * sizeof(*p.shapes)));
-  CHECK_CUDA(cudaMalloc(&p.a, E * sizeof(*p.a)));
-  CHECK_CUDA(cudaMalloc(&p.b, E * sizeof(*p.b)));
-  CHECK_CUDA(cudaMalloc(&p.stride_a, E * sizeof(*p.stride_a)));
-  CHECK_CUDA(cudaMalloc(&p.stride_b, E * sizeof(*p.stride_b)));
-  CHECK_CUDA(cudaMalloc(&p.stride_c, E * sizeof(*p.stride_c)));
-  CHECK_CUDA(cudaMalloc(&p.stride_d, E * sizeof(*p.stride_d)));
-  if constexpr (G::has_d) CHECK_CUDA(cudaMalloc(&p.d, E * sizeof(*p.d)));
-  return p;
+using grouped_out = fp4fuse::quantized_matrix<nvfp4, fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>>;
+
+/// The node's fusion arguments: `out`, its encode scale, and the output amax (nullptr: none).
+template <class G, class Out>
+typename G::FusionArguments node_args(const Out& out, const float* d_S, float* d_amax = nullptr) {
+  typename G::FusionArguments f{};
+  f.out = out;
+  f.encode_scale = d_S;
+  f.amax = d_amax;
+  return f;
 }
 
-using grouped_out = fp4fuse::quantized_matrix<nvfp4, fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>>;
+/// CUTLASS's linear combination as a plain store of the accumulator: D = acc.
+template <class G>
+typename G::FusionArguments bf16_args() {
+  typename G::FusionArguments f{};
+  f.alpha = 1.0f;
+  f.beta = 0.0f;
+  return f;
+}
 
 /// What every grouped launch of a configuration shares: the experts' offsets (device), X, W, the shape.
 struct grouped_rows {
@@ -146,39 +150,45 @@ struct grouped_rows {
   int N, K, sms;
 };
 
-/// The BF16-out grouped GEMM G over `rows` into D (rows' [T, N]).
+/// One grouped GEMM G over `rows` (into D, rows' [T, N], for a BF16 GEMM): its device arrays,
+/// filled from the offsets on the device by every `run`, as a user's launch would, and the launch.
 template <class G>
-std::unique_ptr<cutlass_launch<G>> grouped_bf16_launch(const typename G::device_problem& p, const grouped_rows& rows, cutlass::bfloat16_t* D) {
-  make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K, D);
-  CHECK_CUDA(cudaDeviceSynchronize());
-  typename G::FusionArguments f{};
-  f.alpha = 1.0f;
-  f.beta = 0.0f;
-  return std::make_unique<cutlass_launch<G>>(G::arguments(rows.experts, p, f, rows.sms));
-}
+struct grouped_run {
+  typename G::device_problem p{};
+  grouped_rows rows;
+  typename G::D_t* d;
+  std::unique_ptr<cutlass_launch<G>> gemm;
 
-/// The node's grouped GEMM G over `rows` into `out`, with `d_amax` (or nullptr: no output amax);
-/// p filled once here (the timed launches fill it again, as a user's would).
-template <class G>
-std::unique_ptr<cutlass_launch<G>> grouped_launch(const typename G::device_problem& p, const grouped_rows& rows,
-                                                  const grouped_out& out, const float* d_S, float* d_amax) {
-  make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K);
-  CHECK_CUDA(cudaDeviceSynchronize());
-  typename G::FusionArguments f{};
-  f.out = out;
-  f.encode_scale = d_S;
-  f.amax = d_amax;
-  return std::make_unique<cutlass_launch<G>>(G::arguments(rows.experts, p, f, rows.sms));
-}
-
-template <class P>
-void free_problem(const P& p) {
-  for (const void* q : {static_cast<const void*>(p.shapes), static_cast<const void*>(p.a), static_cast<const void*>(p.b),
-                        static_cast<const void*>(p.stride_a), static_cast<const void*>(p.stride_b), static_cast<const void*>(p.stride_c),
-                        static_cast<const void*>(p.stride_d), static_cast<const void*>(p.d)}) {
-    CHECK_CUDA(cudaFree(const_cast<void*>(q)));
+  grouped_run(const grouped_rows& r, const typename G::FusionArguments& f, typename G::D_t* D = nullptr) : rows(r), d(D) {
+    const int E = rows.experts;
+    CHECK_CUDA(cudaMalloc(&p.shapes, E * sizeof(*p.shapes)));
+    CHECK_CUDA(cudaMalloc(&p.a, E * sizeof(*p.a)));
+    CHECK_CUDA(cudaMalloc(&p.b, E * sizeof(*p.b)));
+    CHECK_CUDA(cudaMalloc(&p.stride_a, E * sizeof(*p.stride_a)));
+    CHECK_CUDA(cudaMalloc(&p.stride_b, E * sizeof(*p.stride_b)));
+    CHECK_CUDA(cudaMalloc(&p.stride_c, E * sizeof(*p.stride_c)));
+    CHECK_CUDA(cudaMalloc(&p.stride_d, E * sizeof(*p.stride_d)));
+    if constexpr (G::has_d) CHECK_CUDA(cudaMalloc(&p.d, E * sizeof(*p.d)));
+    fill();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    gemm = std::make_unique<cutlass_launch<G>>(G::arguments(E, p, f, rows.sms));
   }
-}
+  grouped_run(const grouped_run&) = delete;
+  grouped_run& operator=(const grouped_run&) = delete;
+  ~grouped_run() {
+    for (const void* q : {static_cast<const void*>(p.shapes), static_cast<const void*>(p.a), static_cast<const void*>(p.b),
+                          static_cast<const void*>(p.stride_a), static_cast<const void*>(p.stride_b), static_cast<const void*>(p.stride_c),
+                          static_cast<const void*>(p.stride_d), static_cast<const void*>(p.d)}) {
+      cudaFree(const_cast<void*>(q));
+    }
+  }
+  void fill() const { make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K, d); }
+  /// The problem setup and the GEMM: what a timed launch is.
+  void run() const {
+    fill();
+    gemm->run();
+  }
+};
 
 struct grouped_config {
   std::string name;
@@ -252,11 +262,6 @@ int run_grouped(const char* routings, const char* torch_json) {
     std::uint8_t *packed = nullptr, *scales = nullptr;
     CHECK_CUDA(cudaMalloc(&packed, std::size_t(T) * I / 2));
     CHECK_CUDA(cudaMalloc(&scales, std::max(layout.size_bytes(), dense_layout.size_bytes())));
-    const auto p = alloc_problem<grouped_node>(E);
-    const auto pp = alloc_problem<grouped_pp_node>(E);
-    const auto pp64 = alloc_problem<grouped_pp64_node>(E);
-    const auto pcb = alloc_problem<grouped_coop_bf16>(E);
-    const auto ppb = alloc_problem<grouped_pp_bf16>(E);
     auto cx = reinterpret_cast<const cutlass::bfloat16_t*>(x);
     auto cw = reinterpret_cast<const cutlass::bfloat16_t*>(w);
     const grouped_rows rows{d_offsets, E, cx, cw, N, K, sms};
@@ -264,14 +269,14 @@ int run_grouped(const char* routings, const char* torch_json) {
     float* d_amax = nullptr;
     CHECK_CUDA(cudaMalloc(&d_amax, sizeof(float)));
     CHECK_CUDA(cudaMemset(d_amax, 0, sizeof(float)));
-    const auto gn = grouped_launch<grouped_node>(p, rows, out, d_S, nullptr);
+    const grouped_run<grouped_node> gn(rows, node_args<grouped_node>(out, d_S));
     // the same GEMM with the output amax (timing: its start value does not matter)
-    const auto gna = grouped_launch<grouped_node>(p, rows, out, d_S, d_amax);
-    const auto gpp = grouped_launch<grouped_pp_node>(pp, rows, out, d_S, nullptr);
-    const auto gpp64 = grouped_launch<grouped_pp64_node>(pp64, rows, out, d_S, nullptr);
+    const grouped_run<grouped_node> gna(rows, node_args<grouped_node>(out, d_S, d_amax));
+    const grouped_run<grouped_pp_node> gpp(rows, node_args<grouped_pp_node>(out, d_S));
+    const grouped_run<grouped_pp64_node> gpp64(rows, node_args<grouped_pp64_node>(out, d_S));
     auto cd = reinterpret_cast<cutlass::bfloat16_t*>(d);  // the BF16 references' D: [T, N], as torch's output
-    const auto gcb = grouped_bf16_launch<grouped_coop_bf16>(pcb, rows, cd);
-    const auto gppb = grouped_bf16_launch<grouped_pp_bf16>(ppb, rows, cd);
+    const grouped_run<grouped_coop_bf16> gcb(rows, bf16_args<grouped_coop_bf16>(), cd);
+    const grouped_run<grouped_pp_bf16> gppb(rows, bf16_args<grouped_pp_bf16>(), cd);
     // Our own grouped engine on the same rows, weights and offsets, into its own output.
     std::uint8_t *e_packed = nullptr, *e_scales = nullptr;
     CHECK_CUDA(cudaMalloc(&e_packed, std::size_t(T) * I / 2));
@@ -282,40 +287,21 @@ int run_grouped(const char* routings, const char* torch_json) {
     const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
     const fp4fuse::quantized_matrix<nvfp4, L> dense_out{packed, I / 2, scales, dense_layout};
     const std::vector<double> t = bench::time_round_robin({
-        [&] {
-          make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-          gn->run();
-        },
-        [&] {
-          make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-          gna->run();
-        },
+        [&] { gn.run(); },
+        [&] { gna.run(); },
         [&] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{})); },
         [&] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{})); },
-        [&] {
-          make_grouped_problem<grouped_pp_node><<<1, 64>>>(pp, d_offsets, E, cx, cw, N, K);
-          gpp->run();
-        },
-        [&] {
-          make_grouped_problem<grouped_pp64_node><<<1, 64>>>(pp64, d_offsets, E, cx, cw, N, K);
-          gpp64->run();
-        },
-        [&] {
-          make_grouped_problem<grouped_coop_bf16><<<1, 64>>>(pcb, d_offsets, E, cx, cw, N, K, cd);
-          gcb->run();
-        },
-        [&] {
-          make_grouped_problem<grouped_pp_bf16><<<1, 64>>>(ppb, d_offsets, E, cx, cw, N, K, cd);
-          gppb->run();
-        },
+        [&] { gpp.run(); },
+        [&] { gpp64.run(); },
+        [&] { gcb.run(); },
+        [&] { gppb.run(); },
     });
     const double best = std::min({t[0], t[4], t[5]});
     CHECK_CUDA(cudaDeviceSynchronize());
     // One more of each into zeroed scale tensors (the engine clears its own; the node leaves the
     // grouped layout's slack as it finds it), then every byte compared.
     CHECK_CUDA(cudaMemset(scales, 0, layout.size_bytes()));
-    make_grouped_problem<grouped_node><<<1, 64>>>(p, d_offsets, E, cx, cw, N, K);
-    gn->run();
+    gn.run();
     CHECK_FP4(fp4fuse::gemm::moe::run_fused(engine_in, engine_out, gs, fp4fuse::activation::swiglu{}));
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::size_t packed_bytes = std::size_t(T) * I / 2, scale_bytes = layout.size_bytes();
@@ -345,11 +331,6 @@ int run_grouped(const char* routings, const char* torch_json) {
                     static_cast<void*>(packed), static_cast<void*>(scales)}) {
       CHECK_CUDA(cudaFree(q));
     }
-    free_problem(p);
-    free_problem(pp);
-    free_problem(pp64);
-    free_problem(pcb);
-    free_problem(ppb);
   }
   return 0;
 }
@@ -424,37 +405,15 @@ int main(int argc, char** argv) {
       const fp4fuse::quantized_matrix<nvfp4, L> out{packed, I / 2, scales, layout};
       auto cx = reinterpret_cast<const cutlass::bfloat16_t*>(x);
       auto cw = reinterpret_cast<const cutlass::bfloat16_t*>(w);
-      typename coop_node::FusionArguments nf{};
-      nf.out = out;
-      nf.encode_scale = d_S;
-      typename pp_node::FusionArguments pf{};
-      pf.out = out;
-      pf.encode_scale = d_S;
-      typename coop_fast::FusionArguments ff{};
-      ff.out = out;
-      ff.encode_scale = d_S;
-      typename pp_node::FusionArguments pfa = pf;
-      pfa.amax = d_amax;  // the ping-pong node with the output amax
-      typename coop_bf16::FusionArguments bf{};
-      bf.alpha = 1.0f;
-      bf.beta = 0.0f;
-      typename pp_bf16::FusionArguments pbf{};
-      pbf.alpha = 1.0f;
-      pbf.beta = 0.0f;
-      cutlass_launch<coop_node> cn(coop_node::arguments(T, N, K, cx, cw, nullptr, nf));
-      cutlass_launch<coop_bf16> cb(coop_bf16::arguments(T, N, K, cx, cw, d, bf));
-      cutlass_launch<pp_node> pn(pp_node::arguments(T, N, K, cx, cw, nullptr, pf));
-      cutlass_launch<pp_bf16> pb(pp_bf16::arguments(T, N, K, cx, cw, d, pbf));
-      cutlass_launch<pp_node> pna(pp_node::arguments(T, N, K, cx, cw, nullptr, pfa));
-      cutlass_launch<coop_fast> cf(coop_fast::arguments(T, N, K, cx, cw, nullptr, ff));
-      typename pp128_node::FusionArguments qf{};
-      qf.out = out;
-      qf.encode_scale = d_S;
-      typename pp128_bf16::FusionArguments qbf{};
-      qbf.alpha = 1.0f;
-      qbf.beta = 0.0f;
-      cutlass_launch<pp128_node> qn(pp128_node::arguments(T, N, K, cx, cw, nullptr, qf));
-      cutlass_launch<pp128_bf16> qb(pp128_bf16::arguments(T, N, K, cx, cw, d, qbf));
+      cutlass_launch<coop_node> cn(coop_node::arguments(T, N, K, cx, cw, nullptr, node_args<coop_node>(out, d_S)));
+      cutlass_launch<coop_bf16> cb(coop_bf16::arguments(T, N, K, cx, cw, d, bf16_args<coop_bf16>()));
+      cutlass_launch<pp_node> pn(pp_node::arguments(T, N, K, cx, cw, nullptr, node_args<pp_node>(out, d_S)));
+      cutlass_launch<pp_bf16> pb(pp_bf16::arguments(T, N, K, cx, cw, d, bf16_args<pp_bf16>()));
+      // the ping-pong node with the output amax
+      cutlass_launch<pp_node> pna(pp_node::arguments(T, N, K, cx, cw, nullptr, node_args<pp_node>(out, d_S, d_amax)));
+      cutlass_launch<coop_fast> cf(coop_fast::arguments(T, N, K, cx, cw, nullptr, node_args<coop_fast>(out, d_S)));
+      cutlass_launch<pp128_node> qn(pp128_node::arguments(T, N, K, cx, cw, nullptr, node_args<pp128_node>(out, d_S)));
+      cutlass_launch<pp128_bf16> qb(pp128_bf16::arguments(T, N, K, cx, cw, d, bf16_args<pp128_bf16>()));
       bench::cublas_gemm cublas(x, w, d, T, N, K);
       const fp4fuse::matrix_view<const __nv_bfloat16> gu{d, T, N, N};
       const std::vector<double> t = bench::time_round_robin({
