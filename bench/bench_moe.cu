@@ -180,11 +180,8 @@ int main(int argc, char** argv) {
   double copy_gbps = 1, cublas_tflops = 1;
   // The references' buffers stay allocated: each configuration's round robin times them again.
   const std::size_t copy_bytes = std::size_t(1) << 30;
-  const int ref_n = 8192;
-  const double ref_flops = 2.0 * ref_n * ref_n * double(ref_n);
   void *copy_src = nullptr, *copy_dst = nullptr;
-  __nv_bfloat16 *ref_a = nullptr, *ref_b = nullptr, *ref_d = nullptr;
-  std::unique_ptr<cublas_gemm> ref_gemm;
+  std::unique_ptr<reference_gemm> ref;
   std::function<void()> ref_launch, copy_launch;
   if (!profile) {
     CHECK_CUDA(cudaMalloc(&copy_src, copy_bytes));
@@ -192,15 +189,9 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemset(copy_src, 1, copy_bytes));
     copy_launch = [=] { CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice)); };
     copy_gbps = 2.0 * copy_bytes / (time_us(copy_launch) * 1e-6) / 1e9;
-    CHECK_CUDA(cudaMalloc(&ref_a, std::size_t(ref_n) * ref_n * 2));
-    CHECK_CUDA(cudaMalloc(&ref_b, std::size_t(ref_n) * ref_n * 2));
-    CHECK_CUDA(cudaMalloc(&ref_d, std::size_t(ref_n) * ref_n * 2));
-    fill_bf16<<<4096, 256>>>(ref_a, std::size_t(ref_n) * ref_n, 1u, 1.0f);
-    fill_bf16<<<4096, 256>>>(ref_b, std::size_t(ref_n) * ref_n, 2u, 1.0f);
-    CHECK_CUDA(cudaGetLastError());
-    ref_gemm = std::make_unique<cublas_gemm>(ref_a, ref_b, ref_d, ref_n, ref_n, ref_n);
-    ref_launch = [g = ref_gemm.get(), ref_a, ref_b, ref_d] { g->run(ref_a, ref_b, ref_d); };
-    cublas_tflops = ref_flops / (time_us(ref_launch) * 1e-6) / 1e12;
+    ref = std::make_unique<reference_gemm>();
+    ref_launch = [r = ref.get()] { r->run(); };
+    cublas_tflops = ref->tflops(time_us(ref_launch));
   }
   double torch_copy_gbps = 0;
   const auto torch = torch_path != nullptr ? read_torch(torch_path, torch_copy_gbps) : std::vector<std::pair<std::string, double>>{};
@@ -297,11 +288,13 @@ int main(int argc, char** argv) {
       if (name == c.name()) torch_us = us;
     const double w_bytes = double(active) * N * H * 2;
     const double flops = 2.0 * routed * N * H;
-    const double roofline = std::max(w_bytes / (copy_gbps * 1e9), flops / (cublas_tflops * 1e12)) * 1e6;
+    // max(the W stream at the copy bandwidth, the FLOPs at the reference's rate), microseconds
+    const auto roofline_at = [&](double gbps, double tflops) { return std::max(w_bytes / (gbps * 1e9), flops / (tflops * 1e12)) * 1e6; };
+    const double roofline = roofline_at(copy_gbps, cublas_tflops);
     // The same ceilings from the reference GEMM and copy timed in this configuration's round robin.
     const double same_copy_gbps = t[5] > 0 ? 2.0 * copy_bytes / (t[5] * 1e-6) / 1e9 : copy_gbps;
-    const double same_tflops = t[4] > 0 ? ref_flops / (t[4] * 1e-6) / 1e12 : cublas_tflops;
-    const double same_roofline = std::max(w_bytes / (same_copy_gbps * 1e9), flops / (same_tflops * 1e12)) * 1e6;
+    const double same_tflops = t[4] > 0 ? ref->tflops(t[4]) : cublas_tflops;
+    const double same_roofline = roofline_at(same_copy_gbps, same_tflops);
     const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E, N);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
                              (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
@@ -343,8 +336,8 @@ int main(int argc, char** argv) {
   }
   if (w != nullptr) CHECK_CUDA(cudaFree(w));
   if (bias != nullptr) CHECK_CUDA(cudaFree(bias));
-  ref_gemm.reset();
-  for (void* p2 : {copy_src, copy_dst, static_cast<void*>(ref_a), static_cast<void*>(ref_b), static_cast<void*>(ref_d)})
+  ref.reset();
+  for (void* p2 : {copy_src, copy_dst})
     if (p2 != nullptr) CHECK_CUDA(cudaFree(p2));
   return 0;
 }

@@ -78,28 +78,13 @@ struct reference {
 };
 
 reference time_reference(const char* when) {
-  const int n = 8192;
-  __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
-  CHECK_CUDA(cudaMalloc(&a, std::size_t(n) * n * 2));
-  CHECK_CUDA(cudaMalloc(&b, std::size_t(n) * n * 2));
-  CHECK_CUDA(cudaMalloc(&d, std::size_t(n) * n * 2));
-  fill_bf16<<<4096, 256>>>(a, std::size_t(n) * n, 1u, 1.0f);
-  fill_bf16<<<4096, 256>>>(b, std::size_t(n) * n, 2u, 1.0f);
-  CHECK_CUDA(cudaGetLastError());
-  const double flops = 2.0 * n * n * n;
-  reference r{};
-  {
-    const cublas_gemm g(a, b, d, n, n, n);  // as bench_moe: the heuristic's fastest, --reps runs each
-    const auto run = [&] { g.run(a, b, d); };
-    const double us = phase(std::string("ref8192 flushed ") + when, [&] { return time_us(run); });
-    const double sus = phase(std::string("ref8192 sustained ") + when, [&] { return sustained_us(run, us); });
-    r = {flops / (us * 1e-6) / 1e12, flops / (sus * 1e-6) / 1e12};
-    std::printf("cuBLAS BF16 8192^3 (%s): flushed %.1f us = %.0f TFLOP/s, sustained %.1f us = %.0f TFLOP/s\n", when, us,
-                r.flushed_tflops, sus, r.sustained_tflops);
-  }
-  CHECK_CUDA(cudaFree(a));
-  CHECK_CUDA(cudaFree(b));
-  CHECK_CUDA(cudaFree(d));
+  const reference_gemm g;  // as bench_moe's roofline: the heuristic's fastest, --reps runs each
+  const auto run = [&] { g.run(); };
+  const double us = phase(std::string("ref8192 flushed ") + when, [&] { return time_us(run); });
+  const double sus = phase(std::string("ref8192 sustained ") + when, [&] { return sustained_us(run, us); });
+  const reference r{g.tflops(us), g.tflops(sus)};
+  std::printf("cuBLAS BF16 8192^3 (%s): flushed %.1f us = %.0f TFLOP/s, sustained %.1f us = %.0f TFLOP/s\n", when, us, r.flushed_tflops, sus,
+              r.sustained_tflops);
   return r;
 }
 

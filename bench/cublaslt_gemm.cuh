@@ -3,6 +3,8 @@
 // of the heuristic's algorithms timed in the same run.
 #include <cublasLt.h>
 
+#include <memory>
+
 #include "bench_support.cuh"
 
 #define CHECK_CUBLAS(x)                                                               \
@@ -97,6 +99,37 @@ struct cublas_gemm {
     cudaFree(workspace);
   }
   int chosen = 0;
+};
+
+/// The roofline's compute ceiling: cuBLASLt's BF16 GEMM on n x n x n, random inputs, its buffers
+/// and plan kept for as long as the object lives (bench_moe times it again in every configuration).
+struct reference_gemm {
+  int n;
+  __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
+  std::unique_ptr<cublas_gemm> gemm;
+
+  explicit reference_gemm(int n_ = 8192) : n(n_) {
+    const std::size_t elems = std::size_t(n) * n;
+    CHECK_CUDA(cudaMalloc(&a, elems * 2));
+    CHECK_CUDA(cudaMalloc(&b, elems * 2));
+    CHECK_CUDA(cudaMalloc(&d, elems * 2));
+    fill_bf16<<<4096, 256>>>(a, elems, 1u, 1.0f);
+    fill_bf16<<<4096, 256>>>(b, elems, 2u, 1.0f);
+    CHECK_CUDA(cudaGetLastError());
+    gemm = std::make_unique<cublas_gemm>(a, b, d, n, n, n);  // the heuristic's fastest
+  }
+  reference_gemm(const reference_gemm&) = delete;
+  reference_gemm& operator=(const reference_gemm&) = delete;
+  ~reference_gemm() {
+    gemm.reset();
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(d);
+  }
+  void run() const { gemm->run(a, b, d); }
+  double flops() const { return 2.0 * n * n * double(n); }
+  /// TFLOP/s at `us` microseconds per run.
+  double tflops(double us) const { return flops() / (us * 1e-6) / 1e12; }
 };
 
 }  // namespace bench
