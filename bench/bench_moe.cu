@@ -16,7 +16,7 @@
 //             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
-//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu)
+//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu)
 //   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
 //   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
 //   about 1.4 GHz, and takes a while to clock back up: a short configuration timed right after a
@@ -24,6 +24,7 @@
 // Besides the roofline from the references measured once at the start, each configuration's round
 // robin also times the 8192^3 cuBLAS GEMM and the 1 GiB copy (the "same-state roofline": the two
 // ceilings at the clock and power state the configuration's kernels ran in).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -57,11 +58,14 @@ struct config {
   }
 };
 
-/// The table's configurations; with `balanced`, also the balanced routing's (only with --only).
-std::vector<config> all_configs(bool balanced = false) {
+/// The table's configurations; with `balanced`, also the balanced routing's, and with `extra_T`
+/// > 0 that token count's too (both only with --only).
+std::vector<config> all_configs(bool balanced = false, int extra_T = 0) {
   std::vector<config> c;
+  std::vector<int> tokens{64, 512, 4096, 32768};
+  if (extra_T > 0 && std::find(tokens.begin(), tokens.end(), extra_T) == tokens.end()) tokens.push_back(extra_T);
   for (const model* m : {&l1_gemm::moe::deepseek_v3, &l1_gemm::moe::gpt_oss_120b})
-    for (int T : {64, 512, 4096, 32768}) {
+    for (int T : tokens) {
       for (routing r : {routing::uniform, routing::skewed}) c.push_back({m, T, r});
       if (balanced) c.push_back({m, T, routing::balanced});
     }
@@ -151,7 +155,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<config> configs;
-  for (const config& c : all_configs(only_routing == 2)) {
+  for (const config& c : all_configs(only_routing == 2, only_T)) {
     const int mi = c.m == &l1_gemm::moe::deepseek_v3 ? 0 : 1;
     if (only_model >= 0 && (mi != only_model || c.T != only_T || static_cast<int>(c.r) != only_routing)) continue;
     configs.push_back(c);
@@ -295,7 +299,7 @@ int main(int argc, char** argv) {
     const double same_copy_gbps = t[5] > 0 ? 2.0 * copy_bytes / (t[5] * 1e-6) / 1e9 : copy_gbps;
     const double same_tflops = t[4] > 0 ? ref->tflops(t[4]) : cublas_tflops;
     const double same_roofline = roofline_at(same_copy_gbps, same_tflops);
-    const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E, N);
+    const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E, N, H);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
                              (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
     rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3], same_roofline});

@@ -71,6 +71,22 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
          fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N
   CHECK((fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(262144, 256).along_n));  // T = 32768
+  // Experts of mostly 129-192 rows: 192 x 128 cooperative tiles, wider with a long K.
+  for (int k : {0, 2880, 7168})
+    for (int e : {128, 256}) {
+      const int rows_per_expert[] = {64, 65, 96, 120, 121, 128, 129, 176, 177, 208, 209, 1024};
+      for (int r : rows_per_expert) {
+        const grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(r * e, e, 4096, k);
+        INFO("rows per expert " << r << ", K " << k);
+        CHECK(fp4fuse::gemm::sm90::valid(p));
+        const bool want_192 = (r > 128 && r <= 176) || (k >= 4096 && r > 120 && r <= 208);
+        CHECK((p.block_m == 192) == want_192);
+        CHECK((p.block_m == 192) == (!p.pingpong && p.block_m != 64 && p.cluster == 2 && p.along_n));
+      }
+    }
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(32768, 256, 4096, 7168).block_m == 192);  // DeepSeek-V3 T = 4096
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(16384, 128, 5760, 2880).pingpong);        // GPT-OSS T = 4096
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(20480, 128, 5760, 2880).block_m == 192);  // GPT-OSS T = 5120
   // Decode: 64 x 128 tiles where the last 256-wide column tile would be at most half full (its box
   // would read the next expert's W rows), 64 x 256 otherwise or when N is not given.
   CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128, 5760).block_n == 128);  // GPT-OSS T = 64: 2I = 5760 = 22.5 x 256
@@ -84,7 +100,13 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 3, false}));
   CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 2, true, true}));         // ping-pong, cluster of 2 along N
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 2, false, true}));  // along N: the ping-pong kernel only
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 2, false, true}));  // along N: the ping-pong 128 x 128 and the 192 x 128 only
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true}));         // three consumer warpgroups, clusters of 2 along N
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, false}));         // ... only so
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 256, 2, false, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, true, true}));    // the ping-pong's tiles are 128 x 128
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 4, true, true}));    // clusters of 1 or 2
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 1, true, true}));   // along N needs a cluster of 2
 }
 
@@ -206,9 +228,12 @@ struct grouped_problem {
   }
 };
 
-/// The dense plan with the grouped plan's tiles and schedule (no K split).
+/// The dense plan with the grouped plan's tiles and schedule (no K split). The dense GEMM has no
+/// 192 x 128 tiles: against those, its cooperative 128 x 128 ones, whose accumulators are the same
+/// chain of wgmma per element (the bits must not depend on the tile).
 fp4fuse::gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
-  fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
+  if (p.block_m == 192) return {128, 1, 0, 1, 0, 2, 128};
+  fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster > 2 ? 2 : p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
   return d;
 }
 
@@ -303,7 +328,7 @@ bool grouped_runs_here() { return fp4fuse::gemm::detail::wgmma_runs_here(); }
 
 const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
                                   {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true},
-                                  {128, 128, 2, true, true}};
+                                  {128, 128, 2, true, true}, {192, 128, 2, false, true}};
 
 }  // namespace
 
@@ -335,8 +360,9 @@ TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel 
     WARN("no sm_90 device with an sm_90a image: the grouped kernels are not exercised");
     return;
   }
-  // Edge counts: empty experts, 1, 15, 127, 128, 129 rows, and more than one tile pair.
-  const std::vector<std::int32_t> edges{0, 1, 15, 0, 127, 128, 129, 0, 300, 2};
+  // Edge counts: empty experts, 1, 15, 127, 128, 129 rows, and more than one tile pair; 64, 65,
+  // 192 and 193 about the 192-row tiles' fragments (the second or third wholly beyond the rows).
+  const std::vector<std::int32_t> edges{0, 1, 15, 0, 127, 128, 129, 0, 300, 2, 64, 65, 192, 193};
   for (const grouped_plan& plan : all_plans) {
     check_fused<offset_bound>(edges, 256, 80, false, false, plan, fp4fuse::activation::swiglu{}, "edge counts, offset bound");
     check_fused<padded_prefix_sum>(edges, 200, 208, true, true, plan, fp4fuse::activation::swiglu_clamped{}, "edge counts, prefix sums, bias");
@@ -391,7 +417,7 @@ TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding i
   }
   // Counts {128, 5} leave an offset_bound gap after a full band; 1 and 129 rows leave pairs of
   // tiles (clusters) beyond the expert's rows.
-  const std::vector<std::int32_t> counts{128, 5, 0, 1, 129, 0, 0, 64, 300};
+  const std::vector<std::int32_t> counts{128, 5, 0, 1, 129, 0, 0, 64, 300, 65, 193};
   for (const grouped_plan& plan : all_plans) {
     check_bands_without_memset<offset_bound>(counts, plan, "bands, offset bound");
     check_bands_without_memset<padded_prefix_sum>(counts, plan, "bands, prefix sums");
@@ -422,6 +448,11 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
   check_fused<padded_prefix_sum>(moe::route(1500, 4, 2, moe::routing::skewed, g()), 2880, 2880, true, true,
                                  grouped_plan{128, 128, 2, true, true}, fp4fuse::activation::swiglu_clamped{},
                                  "GPT-OSS experts, ping-pong, clusters along N");
+  check_fused<padded_prefix_sum>(moe::route(1500, 4, 2, moe::routing::skewed, g()), 2880, 2880, true, true,
+                                 grouped_plan{192, 128, 2, false, true}, fp4fuse::activation::swiglu_clamped{},
+                                 "GPT-OSS experts, 192 x 128 tiles, clusters along N");
+  check_fused<offset_bound>(moe::route(600, 8, 2, moe::routing::uniform, g()), 7168, 2048, false, false, grouped_plan{192, 128, 2, false, true},
+                            fp4fuse::activation::swiglu{}, "DeepSeek-V3 experts, 192 x 128 tiles, clusters along N");
 }
 
 TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {
@@ -459,8 +490,9 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
 TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][examples][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe bf16");
-  const std::vector<std::int32_t> counts{0, 1, 15, 128, 129, 0, 40};
-  for (const grouped_plan& plan : {grouped_plan{64, 256, 1, false}, grouped_plan{128, 256, 1, false}, grouped_plan{128, 128, 2, true}}) {
+  const std::vector<std::int32_t> counts{0, 1, 15, 128, 129, 0, 40, 193};
+  for (const grouped_plan& plan : {grouped_plan{64, 256, 1, false}, grouped_plan{128, 256, 1, false}, grouped_plan{128, 128, 2, true},
+                                   grouped_plan{192, 128, 2, false, true}}) {
     grouped_problem<offset_bound> p(counts, 192, 96, 3, false, false, g());
     device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);
     const int* offs = p.d_offsets.as<std::int32_t>();

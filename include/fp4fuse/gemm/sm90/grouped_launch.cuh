@@ -21,7 +21,7 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
-  const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N);
+  const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
   const params prm{rows, N, K, 1, nullptr, nullptr};
   const grouped_arguments args{offsets, groups};
   // An upper bound of the units: every group's row blocks, rounded up per group.

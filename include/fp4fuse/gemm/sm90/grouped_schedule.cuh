@@ -70,17 +70,18 @@ struct grouped_schedule {
     const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
     const std::int32_t* band_row0;       ///< shared: sum over i < g of round_up(rows_i, BandRows)
 
-    /// All 384 threads: each reads up to three groups' offsets, one block-wide scan gives every
+    /// All the CTA's threads (Cfg::threads): each reads up to three groups' offsets, one block-wide scan gives every
     /// group's first unit row and (BandRows > 0) its first row in the banded concatenation. A
     /// routing that is not a prefix sum within [0, M] (decreasing offsets, or beyond the X rows)
     /// traps: the output would be wrong, and no status can be returned from a kernel.
     __device__ cta(const params& prm, const arguments& args, int /*splits: grouped launches do not split K*/) {
       __shared__ std::int32_t s_row0[max_groups + 1], s_unit[max_groups + 1], s_padded[max_groups + 1];
-      using scan_t = cub::BlockScan<unsigned long long, threads>;
+      constexpr int cta_threads = Cfg::threads;
+      using scan_t = cub::BlockScan<unsigned long long, cta_threads>;
       __shared__ typename scan_t::TempStorage scan_storage;
       static_assert(sizeof s_row0 + sizeof s_unit + sizeof s_padded + sizeof scan_storage + Cfg::smem_bytes <= max_smem_per_cta,
                     "grouped_schedule: the group scan and the ring must fit in a CTA's shared memory (lower max_groups)");
-      constexpr int per_thread = (max_groups + threads) / threads;  // covers index `groups` too
+      constexpr int per_thread = (max_groups + cta_threads) / cta_threads;  // covers index `groups` too
       groups = args.groups;
       // Per group: unit rows in the low word, banded rows in the high word (both sums stay below
       // 2^31: the launcher bounds M and the group count).

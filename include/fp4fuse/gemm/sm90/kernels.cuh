@@ -19,14 +19,15 @@
 
 namespace fp4fuse::gemm::sm90 {
 
-/// The cooperative kernel; `Schedule` (schedule.cuh) picks its work units, `sched_args` its
-/// host-side arguments (last, so that the other parameters keep their offsets whatever it holds).
+/// The cooperative kernel (config's consumer warpgroups on one tile: two, or three for 192-row
+/// tiles); `Schedule` (schedule.cuh) picks its work units, `sched_args` its host-side arguments
+/// (last, so that the other parameters keep their offsets whatever it holds).
 /// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
 /// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic (AlongN:
-/// horizontally adjacent tiles sharing the X tile). A ring slot is refilled only when the consumers
+/// horizontally adjacent tiles sharing the X tile; 192-row tiles only along N). A ring slot is refilled only when the consumers
 /// of both CTAs have released it. No K split with clusters.
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
-__global__ void __launch_bounds__(threads, 1)
+__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
                 typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
@@ -47,12 +48,12 @@ __global__ void __launch_bounds__(threads, 1)
   detail::init_ring<cfg, Cluster>(ring, cfg::consumers * Cluster);  // empty: each consumer warpgroup of the cluster
 
   if (warpgroup == 0) {
-    detail::setmaxnreg_dec<40>();
+    detail::setmaxnreg_dec<cfg::producer_registers>();
     if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
   } else {
-    detail::setmaxnreg_inc<232>();
+    detail::setmaxnreg_inc<cfg::consumer_registers>();
     constexpr int registers = cfg::registers;
-    // 128-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
+    // 128- and 192-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
     // c * BlockN / 2 onwards (the same X tile, its half of the W tile); 64 x 32: consumer 0 all.
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
@@ -72,7 +73,13 @@ __global__ void __launch_bounds__(threads, 1)
       float acc[1][registers];
       decltype(mma)::clear(acc);
       cursor.previous = -1;
-      mma.run(ring, acc, u.k_end - u.k_begin, cursor);
+      // 192-row tiles: rows wholly beyond the group's (an expert of 65-128 rows leaves the third
+      // fragment empty) take no MMAs; their epilogue still writes the group's in-band padding.
+      if (cfg::skips_empty_fragments && static_cast<index_t>(u.m_blk) * BlockM + 64 * consumer >= u.group_rows) {
+        mma.pass(ring, u.k_end - u.k_begin, cursor);
+      } else {
+        mma.run(ring, acc, u.k_end - u.k_begin, cursor);
+      }
       mma.drain(ring, acc, u.k_end - u.k_begin, cursor);
 
       // The warpgroup's part of the tile, in rows of the unit's group (the epilogue's rows).

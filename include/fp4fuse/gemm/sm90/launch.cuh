@@ -69,7 +69,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   cluster_dims.val.clusterDim.x = Cluster;
   cluster_dims.val.clusterDim.y = 1;
   cluster_dims.val.clusterDim.z = 1;
-  launch.blockDim = dim3(threads);
+  launch.blockDim = dim3(cfg::threads);
   launch.dynamicSmemBytes = cfg::smem_bytes;
   launch.stream = stream;
   launch.attrs = &cluster_dims;
@@ -95,7 +95,9 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
     resident_per_device[device].store(resident, std::memory_order_relaxed);
   }
   CUtensorMap tma_x{}, tma_w{};
-  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), AlongN ? BlockM / Cluster : BlockM);
+  // X's box: the tile, or half of it along N; tiles that skip empty fragments load 64-row boxes.
+  const std::uint32_t x_box = cfg::skips_empty_fragments ? 64u : AlongN ? BlockM / Cluster : BlockM;
+  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), x_box);
   if (err == cudaSuccess) {
     // W's rows: N, or for a grouped launch every group's N (w_rows).
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),

@@ -90,6 +90,22 @@ struct mainloop {
     }
   }
 
+  /// `k_steps` K steps without MMAs, for a consumer whose rows hold nothing of the unit's group
+  /// (config::skips_empty_fragments): it waits for each stage as `run` does and releases it at
+  /// once, so that the ring's slots are refilled when the other consumers are done with them.
+  /// Leaves nothing held (`drain` releases nothing after it).
+  __device__ __forceinline__ void pass(const ring<Cfg>& r, int k_steps, ring_cursor& c) const {
+    for (int k = 0; k < k_steps; ++k) {
+      wait_parity(&r.full[c.stage], c.phase);
+      if (leader) release_slot<Cluster>(&r.empty[c.stage]);
+      if (++c.stage == stages) {
+        c.stage = 0;
+        c.phase ^= 1;
+      }
+    }
+    c.previous = -1;
+  }
+
   /// Waits for the MMAs still in flight and releases the stages they held (`k_steps`: the steps
   /// `run` issued for this unit).
   __device__ __forceinline__ void drain(const ring<Cfg>& r, float (&acc)[Fragments][registers], int k_steps, const ring_cursor& c) const {

@@ -12,7 +12,7 @@ namespace fp4fuse::gemm::sm90 {
 
 
 constexpr int block_m = 128, block_k = 64;
-constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int threads = 384;  // producer warpgroup + 2 consumer warpgroups (192-row tiles: 3, config::threads)
 constexpr int ring_bytes = 192 * 1024;
 /// sm_90's shared memory per CTA (static and dynamic): 227 KiB.
 constexpr std::size_t max_smem_per_cta = 227 * 1024;
@@ -23,19 +23,36 @@ constexpr bool single_consumer_tile(int cols) { return cols == 32; }
 constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
 
 /// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
-/// warpgroup computes 64 rows of the tile), 64 x 128 or 64 x 64 for small M (both consumers
-/// share the 64 rows and each computes half of the columns), or 64 x 32 for decode (one consumer
-/// computes the tile, the other only writes the output's padding: streaming W, not MMA issue,
-/// bounds a decode GEMM, and the 16-stage ring keeps more of W in flight).
+/// warpgroup computes 64 rows of the tile), 192 x 128 (three consumer warpgroups of 64 rows: the
+/// grouped GEMM's tile for experts of 129-192 rows, which then stream their W once), 64 x 128 or
+/// 64 x 64 for small M (both consumers share the 64 rows and each computes half of the columns),
+/// or 64 x 32 for decode (one consumer computes the tile, the other only writes the output's
+/// padding: streaming W, not MMA issue, bounds a decode GEMM, and the 16-stage ring keeps more of
+/// W in flight).
 template <int BlockN, int BlockM = block_m>
 struct config {
-  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) ||
+  static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) || (BlockM == 192 && BlockN == 128) ||
                     (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 32)),
-                "tiles of 128 x 256, 128 x 192, 128 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 192 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
   static constexpr int block_n = BlockN;  ///< tile columns
   static constexpr int rows = BlockM;     ///< tile rows
   static constexpr bool single_consumer = single_consumer_tile(BlockN);  ///< 64 x 32: one consumer warpgroup computes the tile
-  static constexpr int consumers = single_consumer ? 1 : 2;               ///< consumer warpgroups with MMAs
+  /// Consumer warpgroups with MMAs on one tile in the cooperative kernel (192-row tiles: three;
+  /// the ping-pong kernel's 128 x 128 tiles use config<128> and one consumer per tile).
+  static constexpr int consumers = BlockM == 192 ? 3 : single_consumer ? 1 : 2;
+  /// The CTA's threads: the producer warpgroup and two consumer warpgroups (64 x 32 included,
+  /// whose second one only writes padding), or three for 192-row tiles.
+  static constexpr int threads = 128 * (1 + (consumers == 3 ? 3 : 2));
+  /// Registers per thread after setmaxnreg: the producer keeps 40 and the consumers share the
+  /// rest of the 64 Ki (the launch gives each thread 65536 / threads, rounded down to 8: 232 with
+  /// two consumer warpgroups, 152 with three).
+  static constexpr int producer_registers = 40;
+  static constexpr int consumer_registers = ((65536 / threads) / 8 * 8 * threads - 128 * producer_registers) / (threads - 128) / 8 * 8;
+  static_assert(128 * producer_registers + (threads - 128) * consumer_registers <= 65536, "config: the warpgroups' registers fit the SM's");
+  /// 192-row tiles, whose experts of 65-128 rows leave the third 64-row fragment empty: the
+  /// producer loads X in 64-row boxes, only those of fragments with rows of the group (ring.cuh:
+  /// produce_fragments), and the consumers of the others issue no MMAs (mainloop::pass).
+  static constexpr bool skips_empty_fragments = BlockM == 192;
   static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;  ///< 64-row tiles: the consumers split the columns
   /// Columns of one consumer's wgmma and its accumulators per thread.
   static constexpr int consumer_n = consumer_columns(BlockM, BlockN);
@@ -43,8 +60,8 @@ struct config {
   static constexpr int a_stage_bytes = BlockM * block_k * 2;   ///< one X tile of the ring
   static constexpr int b_stage_bytes = block_n * block_k * 2;  ///< one W tile of the ring
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects)
-  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32).
-  static constexpr int stages = ring_bytes / stage_bytes;
+  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 5: 192 x 128, in 200 KiB; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32).
+  static constexpr int stages = (BlockM == 192 ? 200 * 1024 : ring_bytes) / stage_bytes;
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16;  ///< dynamic shared memory
@@ -83,6 +100,7 @@ template <int BlockM, int BlockN, int Cluster, bool Pingpong = false, int InFlig
 struct tile_shape {
   static_assert(Cluster == 1 || Cluster == 2, "tile_shape: clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "tile_shape: a cluster along N has 2 CTAs");
+  static_assert(BlockM != 192 || (AlongN && !Pingpong), "tile_shape: 192-row tiles are cooperative, in clusters of 2 along N");
   static_assert(!Pingpong || (BlockM == 128 && BlockN == 128), "tile_shape: the ping-pong kernel's tiles are 128 x 128");
   static constexpr int m = BlockM;           ///< tile rows
   static constexpr int n = BlockN;           ///< tile columns
@@ -212,31 +230,32 @@ inline result validate_plan(const launch_plan* p) {
 }
 
 /// The tile shape and schedule of a grouped (MoE) launch (grouped_schedule.cuh): cooperative
-/// tiles of 64 x 256, 64 x 128, 128 x 256 or 128 x 128, or the ping-pong kernel's 128 x 128; clusters
-/// of 1, or 2 (pairs of an expert's row blocks sharing W by multicast).
+/// tiles of 64 x 256, 64 x 128, 128 x 256, 128 x 128 or 192 x 128, or the ping-pong kernel's
+/// 128 x 128; clusters of 1, or 2 (pairs of an expert's row blocks sharing W by multicast, or
+/// along N pairs of column tiles sharing X).
 struct grouped_plan {
   int block_m = 128;      ///< tile rows
   int block_n = 256;      ///< tile columns
   int cluster = 1;        ///< CTAs per cluster (1 or 2)
   bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
-  bool along_n = false;  ///< cluster of 2 along N (the ping-pong kernel only): pairs of column tiles share the X tile by multicast
+  bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128 and cooperative 192 x 128): pairs of column tiles share the X tile by multicast
   /// The dispatch table's key of this plan.
   constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }
 };
 
 /// The grouped GEMM's instances: cooperative 64 x 256, 64 x 128, 128 x 256, 128 x 128 and the ping-pong
-/// 128 x 128 (2 K steps in flight), unclustered and in clusters of 2 along M, and the ping-pong in
-/// clusters of 2 along N (X multicast).
+/// 128 x 128 (2 K steps in flight), unclustered and in clusters of 2 along M, the ping-pong in
+/// clusters of 2 along N (X multicast), and the cooperative 192 x 128 in clusters of 2 along N.
 using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 1>, tile_shape<128, 256, 1>, tile_shape<128, 128, 1>,
                                     tile_shape<128, 128, 1, true, 2>, tile_shape<64, 256, 2>, tile_shape<64, 128, 2>,
                                     tile_shape<128, 256, 2>, tile_shape<128, 128, 2>, tile_shape<128, 128, 2, true, 2>,
-                                    tile_shape<128, 128, 2, true, 2, true>>;
+                                    tile_shape<128, 128, 2, true, 2, true>, tile_shape<192, 128, 2, false, 2, true>>;
 
 /// True when `p` names a kernel of the grouped GEMM.
 inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::contains(p.key()); }
 
-/// The plan for `rows` routed rows over `experts` experts of `n` output columns each (0: not
-/// given), from the rows per expert were all experts routed to (rows / experts): the host never
+/// The plan for `rows` routed rows over `experts` experts of `n` output columns each and a
+/// reduction of `k` (either 0: not given), from the rows per expert were all experts routed to (rows / experts): the host never
 /// reads the routing, so the plan cannot depend on it. Up to 64 rows per expert (decode: the launch
 /// streams the experts' W, and X is small) 64 x 256 cooperative tiles, whose X tile is a fifth of
 /// the bytes each K step brings in, or 64 x 128 where `n` leaves the last 256-wide column tile at
@@ -249,13 +268,24 @@ inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::con
 /// time without clusters, bench/RESULTS.md; at 1,024 rows per expert, where half the experts have
 /// one row block more than 8, 0.94-0.97x clusters along M in uniform routings in two runs, skewed
 /// 0.97-1.08x, bench/results/engine2.md). The ping-pong hides each tile's epilogue behind the
-/// other consumer's mainloop.
-inline grouped_plan plan_grouped(int rows, int experts, int n = 0) {
+/// other consumer's mainloop. Except where an expert's rows mostly end between 128 and 192: there
+/// 128-row tiles stream each W strip twice, the second time for the ragged end, and the
+/// cooperative 192 x 128 tiles (three consumer warpgroups, clusters of 2 along N, no MMAs and no X
+/// for empty 64-row fragments) stream it once, at the cost of an epilogue the mainloop does not
+/// hide: chosen for 128 < rows per expert <= 176, and with a long reduction (`k` >= 4096, which
+/// hides more of that cost) for 120 < rows per expert <= 208. Measured on the H200 as the
+/// 192 x 128 time / the ping-pong's (uniform, skewed routing; bench/results/engine3.md):
+/// DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11; 128: 0.81-0.96, 0.95-1.03; 144: 0.71,
+/// 0.77; 160: 0.61, 0.62; 192: 0.91, 0.84; 224: 1.13, 1.12; GPT-OSS (K = 2880) 128: 0.97-1.04,
+/// 1.12-1.18; 144: 0.84, 0.95; 160: 0.84, 0.93; 192: 1.19-1.20, 0.86-0.92.
+inline grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
   const double per_expert = static_cast<double>(rows) / experts;
   if (per_expert <= 64) {
     const int last = n % 256;  // columns of the last 256-wide tile (0: it is full)
     return last > 0 && last <= 128 ? grouped_plan{64, 128, 1, false} : grouped_plan{64, 256, 1, false};
   }
+  const bool long_k = k >= 4096;
+  if ((per_expert > 128 && per_expert <= 176) || (long_k && per_expert > 120 && per_expert <= 208)) return {192, 128, 2, false, true};
   return {128, 128, 2, true, true};
 }
 

@@ -12,7 +12,7 @@
 //                  the schedule of one CTA of a kernel with tiles of config Cfg (plan.cuh) in
 //                  clusters of Cluster CTAs along M (AlongN false) or N (true), with:
 //     __device__ cta(const params& prm, const S::arguments& args, int splits)
-//                  run by all 384 threads of the CTA at kernel start, before the ring's barriers
+//                  run by all Cfg::threads threads of the CTA at kernel start, before the ring's barriers
 //                  are initialised and the warpgroups take their roles: it may read device
 //                  memory, use static __shared__ storage (the ring leaves 227 KiB -
 //                  Cfg::smem_bytes) and __syncthreads(). `splits`: the K split (1 for the
