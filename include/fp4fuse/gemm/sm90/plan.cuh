@@ -47,6 +47,7 @@ struct config {
   /// rest of the 64 Ki (the launch gives each thread 65536 / threads, rounded down to 8: 232 with
   /// two consumer warpgroups, 152 with three).
   static constexpr int producer_registers = 40;
+  /// The consumers' registers per thread after setmaxnreg (232 or 152, above).
   static constexpr int consumer_registers = ((65536 / threads) / 8 * 8 * threads - 128 * producer_registers) / (threads - 128) / 8 * 8;
   static_assert(128 * producer_registers + (threads - 128) * consumer_registers <= 65536, "config: the warpgroups' registers fit the SM's");
   /// 192-row tiles, whose experts of 65-128 rows leave the third 64-row fragment empty: the
