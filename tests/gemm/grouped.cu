@@ -69,7 +69,7 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
     for (int experts : {1, 8, 128, 256}) CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(rows, experts)));
   CHECK(fp4fuse::gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
   CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
-         fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N
+         fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N (K not given)
   CHECK((fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(262144, 256).along_n));  // T = 32768
   // Experts of mostly 129-192 rows: 192 x 128 cooperative tiles, wider with a long K.
   for (int k : {0, 2880, 7168})
@@ -233,7 +233,7 @@ struct grouped_problem {
 /// chain of wgmma per element (the bits must not depend on the tile).
 fp4fuse::gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
   if (p.block_m == 192) return {128, 1, 0, 1, 0, 2, 128};
-  fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster > 2 ? 2 : p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
+  fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
   return d;
 }
 
@@ -453,38 +453,48 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
                                  "GPT-OSS experts, 192 x 128 tiles, clusters along N");
   check_fused<offset_bound>(moe::route(600, 8, 2, moe::routing::uniform, g()), 7168, 2048, false, false, grouped_plan{192, 128, 2, false, true},
                             fp4fuse::activation::swiglu{}, "DeepSeek-V3 experts, 192 x 128 tiles, clusters along N");
+  // More units than clusters: each CTA runs several 192 x 128 units of 1, 2 or 3 fragments in a
+  // row, so a consumer that passes its stages runs ahead of the others in the ring.
+  std::vector<std::int32_t> mixed(300);
+  for (auto& c : mixed) c = static_cast<std::int32_t>(1 + g() % 200);
+  check_fused<padded_prefix_sum>(mixed, 256, 128, false, true, grouped_plan{192, 128, 2, false, true}, fp4fuse::activation::swiglu{},
+                                 "300 experts of 1-200 rows, 192 x 128 tiles");
 }
 
 TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe graph");
   const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
-  grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
-  const grouped_plan plan = fp4fuse::gemm::sm90::plan_grouped(p.capacity, p.E);
-  cudaStream_t stream;
-  FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, stream);
-  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-  INFO(r.message());
-  REQUIRE(static_cast<bool>(r));
-  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  const std::vector<std::vector<std::int32_t>> routings{first, {0, 0, 0, 150, 0, 0, 149, 1}, moe::route(150, 8, 2, moe::routing::skewed, g()),
-                                                        {1, 0, 0, 0, 0, 0, 0, 0}};
-  for (const auto& counts : routings) {
-    INFO("replay with counts of total " << moe::offsets_of(counts).back());
-    p.reroute(counts);
-    FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
-    FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
-    FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
-    FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
-    check_against_dense(p, plan, fp4fuse::activation::swiglu{});
+  // The plan for the capacity, and the 192 x 128 tiles, whose X boxes per unit depend on the counts.
+  for (const bool tiles_192 : {false, true}) {
+    grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
+    const grouped_plan plan = tiles_192 ? grouped_plan{192, 128, 2, false, true} : fp4fuse::gemm::sm90::plan_grouped(p.capacity, p.E, p.N, p.H);
+    INFO("plan " << plan.block_m << "x" << plan.block_n);
+    cudaStream_t stream;
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, stream, &plan);
+    FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    INFO(r.message());
+    REQUIRE(static_cast<bool>(r));
+    FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    const std::vector<std::vector<std::int32_t>> routings{first, {0, 0, 0, 150, 0, 0, 149, 1}, moe::route(150, 8, 2, moe::routing::skewed, g()),
+                                                          {1, 0, 0, 0, 0, 0, 0, 0}, {0, 65, 0, 193, 0, 0, 0, 0}};
+    for (const auto& counts : routings) {
+      INFO("replay with counts of total " << moe::offsets_of(counts).back());
+      p.reroute(counts);
+      FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
+      FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
+      FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
+      FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
+      check_against_dense(p, plan, fp4fuse::activation::swiglu{});
+    }
+    FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
+    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
   }
-  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
-  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
-  FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][examples][moe]") {

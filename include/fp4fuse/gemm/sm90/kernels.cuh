@@ -2,7 +2,7 @@
 // The sm_90a GEMM's kernel layer: two persistent warp-specialized kernels composed of the
 // collectives (the producer and ring of ring.cuh, the consumer mainloop of mainloop.cuh, the
 // epilogue collective of epilogue.cuh) and a tile scheduler (schedule.cuh): the cooperative one
-// (both consumer warpgroups on one tile, K split optional) and the ping-pong one (each consumer
+// (all of config's consumer warpgroups on one tile, K split optional) and the ping-pong one (each consumer
 // its own tile). Compiled for any other target they trap.
 #include <cuda.h>  // CUtensorMap
 
@@ -73,10 +73,15 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
       float acc[1][registers];
       decltype(mma)::clear(acc);
       cursor.previous = -1;
-      // 192-row tiles: rows wholly beyond the group's (an expert of 65-128 rows leaves the third
-      // fragment empty) take no MMAs; their epilogue still writes the group's in-band padding.
-      if (cfg::skips_empty_fragments && static_cast<index_t>(u.m_blk) * BlockM + 64 * consumer >= u.group_rows) {
-        mma.pass(ring, u.k_end - u.k_begin, cursor);
+      // 192-row tiles: rows wholly beyond the group's (an expert's ragged end, e.g. 65-128 rows
+      // leave the third fragment empty) take no MMAs; their epilogue still writes the group's
+      // in-band padding. The other tiles keep the mainloop as tuned.
+      if constexpr (cfg::skips_empty_fragments) {
+        if (static_cast<index_t>(u.m_blk) * BlockM + 64 * consumer >= u.group_rows) {
+          mma.pass(ring, u.k_end - u.k_begin, cursor);
+        } else {
+          mma.run(ring, acc, u.k_end - u.k_begin, cursor);
+        }
       } else {
         mma.run(ring, acc, u.k_end - u.k_begin, cursor);
       }

@@ -46,7 +46,8 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 }
 
 /// Launches the kernel instance `Shape` (tile_shape, plan.cuh) with schedule `Schedule`
-/// (schedule.cuh): tensor maps whose boxes are what each CTA's producer loads (half of the shared
+/// (schedule.cuh): tensor maps whose boxes are what each CTA's producer loads (192-row tiles: X in
+/// 64-row boxes; otherwise half of the shared
 /// operand's tile in a cluster), shared-memory size, cluster shape, a persistent grid of at most the
 /// resident CTAs. `units`: the schedule's units, or an upper bound where they depend on data (the
 /// grid's size only).

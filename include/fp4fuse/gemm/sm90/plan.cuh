@@ -50,6 +50,9 @@ struct config {
   /// The consumers' registers per thread after setmaxnreg (232 or 152, above).
   static constexpr int consumer_registers = ((65536 / threads) / 8 * 8 * threads - 128 * producer_registers) / (threads - 128) / 8 * 8;
   static_assert(128 * producer_registers + (threads - 128) * consumer_registers <= 65536, "config: the warpgroups' registers fit the SM's");
+  // The counts the kernels were tuned and checked with (no spills, ptxas's 168 or 128 registers
+  // at launch, which setmaxnreg redistributes).
+  static_assert(consumer_registers == (threads == 384 ? 232 : 152), "config: 232 consumer registers with 384 threads, 152 with 512");
   /// 192-row tiles, whose experts of 65-128 rows leave the third 64-row fragment empty: the
   /// producer loads X in 64-row boxes, only those of fragments with rows of the group (ring.cuh:
   /// produce_fragments), and the consumers of the others issue no MMAs (mainloop::pass).
@@ -85,7 +88,8 @@ struct params {
 
 /// Which kernel instance runs, as the host names it: the tile, the schedule (ping-pong or
 /// cooperative), the ping-pong's MMAs in flight, and the cluster (1 or 2 CTAs; a cluster of 2
-/// along M shares W's tile, along N X's tile, each CTA loading half and multicasting it).
+/// along M shares W's tile, along N X's tile, each CTA loading half and multicasting it; 192-row
+/// tiles: the X tile's 64-row boxes, alternately).
 struct kernel_key {
   int block_m;    ///< tile rows
   int block_n;    ///< tile columns

@@ -96,7 +96,8 @@ __device__ __forceinline__ void produce_fragments(const ring<Cfg>& r, const CUte
 /// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
 /// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
 /// along M each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets);
-/// along N (AlongN) half of the X tile. The tensor maps' boxes are the halves the producer loads
+/// along N (AlongN) half of the X tile (192-row tiles: its 64-row boxes, produce_fragments). The
+/// tensor maps' boxes are the halves the producer loads
 /// (launch.cuh).
 template <class Cfg, int Cluster, bool AlongN = false, class Schedule>
 __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
