@@ -76,12 +76,11 @@ struct grouped_schedule {
     /// traps: the output would be wrong, and no status can be returned from a kernel.
     __device__ cta(const params& prm, const arguments& args, int /*splits: grouped launches do not split K*/) {
       __shared__ std::int32_t s_row0[max_groups + 1], s_unit[max_groups + 1], s_padded[max_groups + 1];
-      constexpr int cta_threads = Cfg::threads;
-      using scan_t = cub::BlockScan<unsigned long long, cta_threads>;
+      using scan_t = cub::BlockScan<unsigned long long, Cfg::threads>;
       __shared__ typename scan_t::TempStorage scan_storage;
       static_assert(sizeof s_row0 + sizeof s_unit + sizeof s_padded + sizeof scan_storage + Cfg::smem_bytes <= max_smem_per_cta,
                     "grouped_schedule: the group scan and the ring must fit in a CTA's shared memory (lower max_groups)");
-      constexpr int per_thread = (max_groups + cta_threads) / cta_threads;  // covers index `groups` too
+      constexpr int per_thread = (max_groups + Cfg::threads) / Cfg::threads;  // covers index `groups` too
       groups = args.groups;
       // Per group: unit rows in the low word, banded rows in the high word (both sums stay below
       // 2^31: the launcher bounds M and the group count).

@@ -73,17 +73,14 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
       float acc[1][registers];
       decltype(mma)::clear(acc);
       cursor.previous = -1;
-      // 192-row tiles: rows wholly beyond the group's (an expert's ragged end, e.g. 65-128 rows
-      // leave the third fragment empty) take no MMAs; their epilogue still writes the group's
-      // in-band padding. The other tiles keep the mainloop as tuned.
-      if constexpr (cfg::skips_empty_fragments) {
-        if (static_cast<index_t>(u.m_blk) * BlockM + 64 * consumer >= u.group_rows) {
-          mma.pass(ring, u.k_end - u.k_begin, cursor);
-        } else {
-          mma.run(ring, acc, u.k_end - u.k_begin, cursor);
-        }
-      } else {
+      // 192-row tiles: rows wholly beyond the group's (an expert's ragged end) take no MMAs;
+      // their epilogue still writes the group's in-band padding. Other tiles: always true.
+      bool has_rows = true;
+      if constexpr (cfg::skips_empty_fragments) has_rows = consumer < detail::fragments_with_rows<cfg>(u);
+      if (has_rows) {
         mma.run(ring, acc, u.k_end - u.k_begin, cursor);
+      } else {
+        mma.pass(ring, u.k_end - u.k_begin, cursor);
       }
       mma.drain(ring, acc, u.k_end - u.k_begin, cursor);
 

@@ -42,20 +42,17 @@ struct config {
   static constexpr int consumers = BlockM == 192 ? 3 : single_consumer ? 1 : 2;
   /// The CTA's threads: the producer warpgroup and two consumer warpgroups (64 x 32 included,
   /// whose second one only writes padding), or three for 192-row tiles.
-  static constexpr int threads = 128 * (1 + (consumers == 3 ? 3 : 2));
-  /// Registers per thread after setmaxnreg: the producer keeps 40 and the consumers share the
-  /// rest of the 64 Ki (the launch gives each thread 65536 / threads, rounded down to 8: 232 with
-  /// two consumer warpgroups, 152 with three).
+  static constexpr int threads = 128 * (1 + (consumers > 2 ? consumers : 2));
+  /// Registers per thread after setmaxnreg: the producer keeps 40 of the 168 (384 threads) or 128
+  /// (512) each thread is launched with, and the consumers take the rest.
   static constexpr int producer_registers = 40;
-  /// The consumers' registers per thread after setmaxnreg (232 or 152, above).
-  static constexpr int consumer_registers = ((65536 / threads) / 8 * 8 * threads - 128 * producer_registers) / (threads - 128) / 8 * 8;
+  /// The consumers' registers per thread after setmaxnreg (the counts the kernels were checked
+  /// with: no spills).
+  static constexpr int consumer_registers = threads == 384 ? 232 : 152;
   static_assert(128 * producer_registers + (threads - 128) * consumer_registers <= 65536, "config: the warpgroups' registers fit the SM's");
-  // The counts the kernels were tuned and checked with (no spills, ptxas's 168 or 128 registers
-  // at launch, which setmaxnreg redistributes).
-  static_assert(consumer_registers == (threads == 384 ? 232 : 152), "config: 232 consumer registers with 384 threads, 152 with 512");
-  /// 192-row tiles, whose experts of 65-128 rows leave the third 64-row fragment empty: the
-  /// producer loads X in 64-row boxes, only those of fragments with rows of the group (ring.cuh:
-  /// produce_fragments), and the consumers of the others issue no MMAs (mainloop::pass).
+  /// 192-row tiles, whose experts' ragged ends leave 64-row fragments empty: the producer loads X
+  /// in 64-row boxes, only those of fragments with rows of the group, and the consumers of the
+  /// others issue no MMAs (detail::fragments_with_rows, mainloop::pass).
   static constexpr bool skips_empty_fragments = BlockM == 192;
   static constexpr bool consumers_split_n = BlockM == 64 && !single_consumer;  ///< 64-row tiles: the consumers split the columns
   /// Columns of one consumer's wgmma and its accumulators per thread.

@@ -60,90 +60,67 @@ __device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empt
   cluster_sync<Cluster>();
 }
 
-/// The producer's K steps of unit `u` for tiles whose consumers skip empty fragments
-/// (config::skips_empty_fragments): X in boxes of 64 rows (the tensor map's box, launch.cuh), only
-/// those of fragments that hold rows of the unit's group, so that an expert's ragged end brings
-/// no X it does not use; the W tile whole. The two CTAs of the cluster (along N) share the X
-/// boxes, rank r loading boxes r, r + 2, ... and multicasting them (both CTAs' units have the same rows, so
-/// the same boxes, and each full barrier expects every box and its own W tile).
-template <class Cfg, int Cluster, bool AlongN>
-__device__ __forceinline__ void produce_fragments(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w, const work_unit& u,
-                                                  int rank, int& stage, std::uint32_t& phase) {
-  static_assert(Cluster == 2 && AlongN, "produce_fragments: clusters of 2 along N (the CTAs of a cluster along M have other rows)");
-  constexpr auto all_ctas = static_cast<std::uint16_t>((1u << Cluster) - 1);  // the multicast mask
-  constexpr int fragments = Cfg::rows / 64, box_bytes = 64 * block_k * 2;
-  const int rows_left = u.group_rows - u.m_blk * Cfg::rows;  // >= 1: a unit's tile holds rows of its group
-  const int boxes = rows_left >= Cfg::rows ? fragments : (rows_left + 63) / 64;
-  const auto tx = static_cast<std::uint32_t>(boxes * box_bytes + Cfg::b_stage_bytes);
-  for (int k = u.k_begin; k < u.k_end; ++k) {
-    wait_parity(&r.empty[stage], phase ^ 1);
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &r.full[stage], tx);
-    for (int f = rank; f < boxes; f += Cluster) {
-      const std::int32_t xc[2] = {k * block_k, u.a_row + 64 * f};
-      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * Cfg::a_stage_bytes + f * box_bytes,
-                                      &tma_x, xc, &r.full[stage], all_ctas);
-    }
-    const std::int32_t wc[2] = {k * block_k, u.b_row};
-    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * Cfg::b_stage_bytes, &tma_w, wc,
-                                    &r.full[stage]);
-    if (++stage == Cfg::stages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-}
-
 /// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
 /// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
 /// along M each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets);
-/// along N (AlongN) half of the X tile (192-row tiles: its 64-row boxes, produce_fragments). The
-/// tensor maps' boxes are the halves the producer loads
-/// (launch.cuh).
+/// along N (AlongN) half of the X tile. The tensor maps' boxes are the halves the producer loads
+/// (launch.cuh). Tiles that skip empty fragments (config::skips_empty_fragments, in clusters
+/// along N) load X in 64-row boxes, only those of fragments with rows of the unit's group
+/// (detail::fragments_with_rows), rank r boxes r, r + 2, ..., multicast: both CTAs' units have
+/// the same rows, so the same boxes, and each full barrier expects them all and its W tile.
 template <class Cfg, int Cluster, bool AlongN = false, class Schedule>
 __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
                                         const Schedule& sched) {
   using cfg = Cfg;
   constexpr int BlockN = cfg::block_n;
-  static_assert(Cluster == 1 || Cluster == 2, "produce: clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "produce: a cluster along N has 2 CTAs");
+  static_assert(!cfg::skips_empty_fragments || AlongN, "produce: tiles that skip empty fragments share X along N");
   constexpr auto all_ctas = static_cast<std::uint16_t>((1u << Cluster) - 1);  // the multicast mask
+  constexpr int box_bytes = 64 * block_k * 2;  // one 64-row X box
   int stage = 0;
   std::uint32_t phase = 0;
   for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
     const auto u = sched.at(unit);  // a work_unit (schedule.cuh)
+    int x_boxes = 0;                      // skips_empty_fragments: the X boxes each stage brings
+    std::uint32_t tx = cfg::stage_bytes;  // the bytes each stage's full barrier expects
     if constexpr (cfg::skips_empty_fragments) {
-      produce_fragments<cfg, Cluster, AlongN>(r, tma_x, tma_w, u, sched.rank, stage, phase);
-    } else {
-      for (int k = u.k_begin; k < u.k_end; ++k) {
-        wait_parity(&r.empty[stage], phase ^ 1);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                             &r.full[stage], cfg::stage_bytes);
-        if constexpr (Cluster == 1 || !AlongN) {
-          const std::int32_t xc[2] = {k * block_k, u.a_row};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
-                                          &tma_x, xc, &r.full[stage]);
-        } else {
-          constexpr int part_rows = cfg::rows / Cluster;
-          const std::int32_t xc[2] = {k * block_k, u.a_row + sched.rank * part_rows};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                          r.a + stage * cfg::a_stage_bytes + sched.rank * part_rows * 128, &tma_x, xc,
-                                          &r.full[stage], all_ctas);
+      x_boxes = fragments_with_rows<cfg>(u);
+      tx = static_cast<std::uint32_t>(x_boxes * box_bytes + cfg::b_stage_bytes);
+    }
+    for (int k = u.k_begin; k < u.k_end; ++k) {
+      wait_parity(&r.empty[stage], phase ^ 1);
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &r.full[stage], tx);
+      if constexpr (cfg::skips_empty_fragments) {
+        for (int f = sched.rank; f < x_boxes; f += Cluster) {
+          const std::int32_t xc[2] = {k * block_k, u.a_row + 64 * f};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes + f * box_bytes,
+                                          &tma_x, xc, &r.full[stage], all_ctas);
         }
-        if constexpr (Cluster == 1 || AlongN) {
-          const std::int32_t wc[2] = {k * block_k, u.b_row};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
-                                          &tma_w, wc, &r.full[stage]);
-        } else {
-          constexpr int half_rows = BlockN / 2;
-          const std::int32_t wc[2] = {k * block_k, u.b_row + sched.rank * half_rows};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                          r.b + stage * cfg::b_stage_bytes + sched.rank * half_rows * 128, &tma_w, wc,
-                                          &r.full[stage], all_ctas);
-        }
-        if (++stage == cfg::stages) {
-          stage = 0;
-          phase ^= 1;
-        }
+      } else if constexpr (Cluster == 1 || !AlongN) {
+        const std::int32_t xc[2] = {k * block_k, u.a_row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.a + stage * cfg::a_stage_bytes,
+                                        &tma_x, xc, &r.full[stage]);
+      } else {
+        constexpr int half_rows = cfg::rows / 2;
+        const std::int32_t xc[2] = {k * block_k, u.a_row + sched.rank * half_rows};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                        r.a + stage * cfg::a_stage_bytes + sched.rank * half_rows * 128, &tma_x, xc,
+                                        &r.full[stage], all_ctas);
+      }
+      if constexpr (Cluster == 1 || AlongN) {
+        const std::int32_t wc[2] = {k * block_k, u.b_row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, r.b + stage * cfg::b_stage_bytes,
+                                        &tma_w, wc, &r.full[stage]);
+      } else {
+        constexpr int half_rows = BlockN / 2;
+        const std::int32_t wc[2] = {k * block_k, u.b_row + sched.rank * half_rows};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                        r.b + stage * cfg::b_stage_bytes + sched.rank * half_rows * 128, &tma_w, wc,
+                                        &r.full[stage], all_ctas);
+      }
+      if (++stage == cfg::stages) {
+        stage = 0;
+        phase ^= 1;
       }
     }
   }

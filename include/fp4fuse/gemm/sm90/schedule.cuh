@@ -72,6 +72,16 @@ struct work_unit {
 
 namespace detail {
 
+/// The 64-row fragments of unit `u`'s tile (of config Cfg) that hold rows of its group: the
+/// fragments a tile that skips empty ones (config::skips_empty_fragments) loads X for and issues
+/// MMAs for; the others lie wholly beyond the group's rows (its ragged end).
+template <class Cfg>
+__host__ __device__ inline int fragments_with_rows(const work_unit& u) {
+  const int rows_left = u.group_rows - u.m_blk * Cfg::rows;  // >= 1: a unit's tile holds rows of its group
+  const int with_rows = cuda::ceil_div(rows_left, 64);
+  return with_rows < Cfg::rows / 64 ? with_rows : Cfg::rows / 64;
+}
+
 /// Work unit `unit` (tile-major, splits of a tile adjacent): its tile in the grouped raster
 /// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks. Fills the
 /// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end), in units of the cluster's
