@@ -16,14 +16,16 @@
 //             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
-//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu)
+//   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
 //   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
 //   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
 //   about 1.4 GHz, and takes a while to clock back up: a short configuration timed right after a
 //   long one runs at the clock the long one left, bench/results/engine2.md).
 // Besides the roofline from the references measured once at the start, each configuration's round
 // robin also times the 8192^3 cuBLAS GEMM and the 1 GiB copy (the "same-state roofline": the two
-// ceilings at the clock and power state the configuration's kernels ran in).
+// ceilings at the clock and power state the configuration's kernels ran in). torch_grouped_mm.py
+// times the same 8192^3 GEMM in its own round robin, so torch's time can also be compared at this
+// program's clock (the "same clock" column: torch's time times its reference rate / ours).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -72,9 +74,16 @@ std::vector<config> all_configs(bool balanced = false, int extra_T = 0) {
   return c;
 }
 
-/// torch_grouped_mm.py's output: name -> median us (absent: not measured or failed).
-std::vector<std::pair<std::string, double>> read_torch(const char* path, double& torch_copy_gbps) {
-  std::vector<std::pair<std::string, double>> out;
+/// One configuration of torch_grouped_mm.py's output.
+struct torch_result {
+  std::string name;
+  double grouped_mm_us;  ///< median
+  double ref_tflops;     ///< the 8192^3 reference GEMM in the same round robin (0: not in the file)
+};
+
+/// torch_grouped_mm.py's output (absent: not measured or failed).
+std::vector<torch_result> read_torch(const char* path, double& torch_copy_gbps) {
+  std::vector<torch_result> out;
   std::ifstream f(path);
   if (!f) return out;
   std::stringstream ss;
@@ -86,8 +95,8 @@ std::vector<std::pair<std::string, double>> read_torch(const char* path, double&
     const std::size_t q0 = s.find('"', s.find(':', p) + 1), q1 = s.find('"', q0 + 1);
     const std::string name = s.substr(q0 + 1, q1 - q0 - 1);
     const std::size_t end = s.find('}', q1);
-    const std::size_t t = s.find("\"grouped_mm_us\"", q1);
-    if (t != std::string::npos && t < end) out.emplace_back(name, number_after(t));
+    const std::size_t t = s.find("\"grouped_mm_us\"", q1), r = s.find("\"ref_tflops\"", q1);
+    if (t != std::string::npos && t < end) out.push_back({name, number_after(t), r != std::string::npos && r < end ? number_after(r) : 0.0});
   }
   return out;
 }
@@ -97,6 +106,7 @@ struct row {
   long long routed;
   int active;
   double roofline, fused, sq, torch, bf16_gemm;
+  double torch_same_clock;  ///< torch's time scaled to this run's clock (0: unknown)
   double candidate;  ///< the --candidate plan's fused time (0: not timed)
   double same_state_roofline;  ///< from the reference GEMM and copy timed in this configuration's round robin
 };
@@ -198,7 +208,7 @@ int main(int argc, char** argv) {
     cublas_tflops = ref->tflops(time_us(ref_launch));
   }
   double torch_copy_gbps = 0;
-  const auto torch = torch_path != nullptr ? read_torch(torch_path, torch_copy_gbps) : std::vector<std::pair<std::string, double>>{};
+  const auto torch = torch_path != nullptr ? read_torch(torch_path, torch_copy_gbps) : std::vector<torch_result>{};
   std::printf("%s, device copy %.0f GB/s (torch measured %.0f), cuBLAS BF16 8192^3 %.0f TFLOP/s; median of %d runs, L2 flushed\n\n",
               prop.name, copy_gbps, torch_copy_gbps, cublas_tflops, g_reps);
 
@@ -276,7 +286,9 @@ int main(int argc, char** argv) {
     if (profile) {
       fused();
       bf16_gemm();
-      std::printf("%s: ran the fused and the BF16 grouped kernels once (for a profiler)\n", c.name().c_str());
+      if (timing_candidate) fused_candidate();
+      std::printf("%s: ran the fused and the BF16 grouped kernels once%s (for a profiler)\n", c.name().c_str(),
+                  timing_candidate ? ", then the candidate's fused one" : "");
     } else {
       if (timing_candidate) {
         t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate, ref_launch, copy_launch});
@@ -287,9 +299,9 @@ int main(int argc, char** argv) {
     }
     CHECK_CUDA(cudaDeviceSynchronize());
 
-    double torch_us = 0;
-    for (const auto& [name, us] : torch)
-      if (name == c.name()) torch_us = us;
+    double torch_us = 0, torch_ref_tflops = 0;
+    for (const torch_result& tr : torch)
+      if (tr.name == c.name()) torch_us = tr.grouped_mm_us, torch_ref_tflops = tr.ref_tflops;
     const double w_bytes = double(active) * N * H * 2;
     const double flops = 2.0 * routed * N * H;
     // max(the W stream at the copy bandwidth, the FLOPs at the reference's rate), microseconds
@@ -302,7 +314,10 @@ int main(int argc, char** argv) {
     const fp4fuse::gemm::sm90::grouped_plan p = force ? forced : fp4fuse::gemm::sm90::plan_grouped(routed, E, N, H);
     const std::string plan = std::string(p.pingpong ? "ping-pong " : "coop. ") + std::to_string(p.block_m) + "x" + std::to_string(p.block_n) +
                              (p.cluster == 2 ? (p.along_n ? " cl2 along N" : " cl2") : "");
-    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], t[3], same_roofline});
+    // torch's time at this configuration's clock: scaled by the reference GEMM's rate in the two
+    // round robins (a GEMM-bound time scales with the clock; the W-bound T <= 512 ones barely do).
+    const double torch_same_clock = torch_us > 0 && torch_ref_tflops > 0 && t[4] > 0 ? torch_us * torch_ref_tflops / same_tflops : 0;
+    rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], torch_same_clock, t[3], same_roofline});
     if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
     std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f; "
                 "same state: cuBLAS 8192^3 %.0f TFLOP/s, copy %.0f GB/s, roofline %.1f us, fused %.2fx\n",
@@ -316,18 +331,20 @@ int main(int argc, char** argv) {
 
   std::string table = "| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
                       "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan us (x roofline, / planned) | "
-                      "same-state roofline us (fused x it) |\n"
-                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  char line[512];
+                      "same-state roofline us (fused x it) | torch + quantize / fused, same clock |\n"
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  char line[768];
   for (const row& r : rows) {
     const double pipeline = r.torch > 0 ? r.torch + r.sq : 0;
     char cand[96] = "-";
     if (r.candidate > 0) std::snprintf(cand, sizeof cand, "%.1f (%.2fx, %.3f)", r.candidate, r.candidate / r.roofline, r.candidate / r.fused);
-    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s | %s | %.1f (%.2fx) |\n", r.name.c_str(),
+    char same_clock[32] = "-";
+    if (r.torch_same_clock > 0) std::snprintf(same_clock, sizeof same_clock, "%.2fx", (r.torch_same_clock + r.sq) / r.fused);
+    std::snprintf(line, sizeof line, "| %s | %s | %lld | %d | %.1f | %.1f (%.2fx) | %.1f | %s | %.1f | %s | %s | %.1f (%.2fx) | %s |\n", r.name.c_str(),
                   r.plan.c_str(), r.routed, r.active, r.roofline, r.fused, r.fused / r.roofline, r.bf16_gemm,
                   r.torch > 0 ? std::to_string(r.torch).substr(0, std::to_string(r.torch).find('.') + 2).c_str() : "-", r.sq,
                   pipeline > 0 ? (std::to_string(pipeline / r.fused).substr(0, 4) + "x").c_str() : "-", cand, r.same_state_roofline,
-                  r.fused / r.same_state_roofline);
+                  r.fused / r.same_state_roofline, same_clock);
     table += line;
   }
   std::printf("\n%s", table.c_str());

@@ -8,7 +8,11 @@ usage: torch_grouped_mm.py ROUTINGS.json OUT.json [--reps N]
 
 ROUTINGS.json: {"configs": [{"name": str, "experts": E, "hidden": H, "n": 2I, "counts": [E ints]}]}
 OUT.json: {"torch": version, "gpu": name, "copy_gbps": x, "results": [{"name": str, "grouped_mm_us": median,
-           "spread_us": [min, max]}]}
+           "spread_us": [min, max], "ref_tflops": x}]}
+ref_tflops: the 8192^3 BF16 GEMM (torch.matmul, cuBLAS) timed in the same round robin as the
+configuration's grouped_mm, so at the clock and power state it ran in (the H200 runs long GEMMs at
+its 700 W limit, 1.3-1.5 GHz); bench_moe times the same reference in its own round robin and
+scales torch's time by the two rates to compare both pipelines at one clock.
 Weights are random bf16 [E, 2I, H] (nn.Linear layout, passed transposed as [E, H, 2I]); the L2 is
 flushed by a 256 MiB read before every timed launch, as in bench_support.cuh.
 """
@@ -17,6 +21,28 @@ import statistics
 import sys
 
 import torch
+
+
+def round_robin_us(fns, reps, flush):
+    """Median, min and max of each of fns, timed alternately (one of each per round, L2 flushed
+    before each), after 3 untimed rounds."""
+    for _ in range(3):
+        for fn in fns:
+            fn()
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)] for _ in fns]
+    for i in range(reps):
+        for j, fn in enumerate(fns):
+            flush()
+            ev[j][i][0].record()
+            fn()
+            ev[j][i][1].record()
+    torch.cuda.synchronize()
+    out = []
+    for j in range(len(fns)):
+        times = [s.elapsed_time(e) * 1000.0 for s, e in ev[j]]
+        out.append((statistics.median(times), min(times), max(times)))
+    return out
 
 
 def median_us(fn, reps, flush):
@@ -56,6 +82,11 @@ def main():
     dst = torch.empty_like(src)
     copy_us, _, _ = median_us(lambda: dst.copy_(src), 20, lambda: None)
     del src, dst
+    ref_n = 8192
+    ref_a = torch.randn(ref_n, ref_n, device=dev, dtype=torch.bfloat16)
+    ref_b = torch.randn(ref_n, ref_n, device=dev, dtype=torch.bfloat16)
+    ref_c = torch.empty(ref_n, ref_n, device=dev, dtype=torch.bfloat16)
+    ref = lambda: torch.matmul(ref_a, ref_b, out=ref_c)
     results = []
     weights = {}
     for cfg in configs:
@@ -74,9 +105,11 @@ def main():
             fn = lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)
             out = fn()
             assert out.shape == (x.shape[0], N), out.shape
-            med, lo, hi = median_us(fn, reps, flush)
-            results.append({"name": cfg["name"], "grouped_mm_us": med, "spread_us": [lo, hi]})
-            print(f"{cfg['name']}: torch._grouped_mm {med:.1f} us (min {lo:.1f}, max {hi:.1f})", flush=True)
+            (med, lo, hi), (ref_us, _, _) = round_robin_us([fn, ref], reps, flush)
+            ref_tflops = 2.0 * ref_n ** 3 / (ref_us * 1e-6) / 1e12
+            results.append({"name": cfg["name"], "grouped_mm_us": med, "spread_us": [lo, hi], "ref_tflops": ref_tflops})
+            print(f"{cfg['name']}: torch._grouped_mm {med:.1f} us (min {lo:.1f}, max {hi:.1f}); same round robin: 8192^3 "
+                  f"{ref_tflops:.0f} TFLOP/s", flush=True)
         except Exception as e:  # report, keep going: the C++ side prints what is missing
             print(f"{cfg['name']}: torch._grouped_mm failed: {e}", flush=True)
             results.append({"name": cfg["name"], "error": str(e)})
