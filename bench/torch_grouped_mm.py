@@ -45,22 +45,6 @@ def round_robin_us(fns, reps, flush):
     return out
 
 
-def median_us(fn, reps, flush):
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    for i in range(reps):
-        flush()
-        start[i].record()
-        fn()
-        end[i].record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) * 1000.0 for s, e in zip(start, end)]
-    return statistics.median(times), min(times), max(times)
-
-
 def main():
     args = sys.argv[1:]
     reps = 10
@@ -80,7 +64,7 @@ def main():
     # Device copy bandwidth (read + write), for reference.
     src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(src)
-    copy_us, _, _ = median_us(lambda: dst.copy_(src), 20, lambda: None)
+    copy_us = round_robin_us([lambda: dst.copy_(src)], 20, lambda: None)[0][0]
     del src, dst
     ref_n = 8192
     ref_a = torch.randn(ref_n, ref_n, device=dev, dtype=torch.bfloat16)
