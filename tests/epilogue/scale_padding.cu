@@ -155,6 +155,44 @@ TEST_CASE("write_scale_padding_beyond_grid on the output descriptor writes what 
   }
 }
 
+TEST_CASE("write_scale_padding_in: exactly the region's padding entries become 0x00", "[epilogue]") {
+  // Regions as a 192-row tile's consumers see an expert: 64 rows x 4 scale columns wholly beyond
+  // the rows, straddling them, or inside; at the last scale columns; threads sharing the stores.
+  for (std::int64_t M : {1, 37, 64, 100, 128, 130}) {
+    for (std::int64_t K : {1, 4, 5, 9}) {
+      const fp4fuse::scale_layout::swizzled_128x4 layout{M, K};
+      const extent padded = fp4fuse::scale_layout::padded_extent(layout);
+      for (std::int64_t r0 : {0, 64, 128, 192}) {
+        for (std::int64_t c0 : {0, 4, 8}) {
+          for (int threads : {1, 3, 128}) {
+            INFO("M=" << M << " scale columns=" << K << " region at (" << r0 << ", " << c0 << ") threads=" << threads);
+            std::vector<std::uint8_t> scales(static_cast<std::size_t>(layout.size_bytes()), poison);
+            const fp4fuse::scale_region region{r0, c0, {64, 4}};
+            for (int t = 0; t < threads; ++t) fp4fuse::write_scale_padding_in(scales.data(), layout, region, t, threads);
+            std::size_t bad = 0, zeroed = 0;
+            for (std::int64_t r = 0; r < padded.rows; ++r)
+              for (std::int64_t k = 0; k < padded.cols; ++k) {
+                const bool in_region = r >= r0 && r < r0 + 64 && k >= c0 && k < c0 + 4;
+                const std::uint8_t want = in_region && layout.is_padding(r, k) ? 0 : poison;
+                const std::uint8_t got = scales[static_cast<std::size_t>(layout.offset(r, k))];
+                bad += got != want;
+                zeroed += got == 0;
+              }
+            CHECK(bad == 0);
+            // Rows at or beyond M inside the padded extent: the region has padding to write.
+            if (r0 >= M && r0 < padded.rows && c0 < padded.cols) CHECK(zeroed > 0);
+          }
+        }
+      }
+    }
+  }
+  // A linear layout has no padding: nothing is written.
+  const fp4fuse::scale_layout::linear l{37, 6};
+  std::vector<std::uint8_t> scales(static_cast<std::size_t>(l.size_bytes()), poison);
+  fp4fuse::write_scale_padding_in(scales.data(), l, {32, 4, {64, 4}}, 0, 1);
+  for (std::uint8_t b : scales) REQUIRE(b == poison);
+}
+
 TEST_CASE("write_scale_padding_beyond_grid [gpu]: called on the device by every part's threads, no byte left unwritten", "[gpu][epilogue]") {
   std::size_t strips = 0;  // grids whose padding beyond the grid is not empty: the function had work to do
   for (std::int64_t M : {1, 37, 64, 65, 130, 300}) {

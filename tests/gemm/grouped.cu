@@ -416,7 +416,9 @@ TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding i
     return;
   }
   // Counts {128, 5} leave an offset_bound gap after a full band; 1 and 129 rows leave pairs of
-  // tiles (clusters) beyond the expert's rows.
+  // tiles (clusters) beyond the expert's rows. 300 rows: the second 192-row tile's third consumer
+  // holds no row of the expert but rows 320-383 of its band, whose padding it alone writes
+  // (warpgroup_beyond_rows, without the epilogue's arithmetic).
   const std::vector<std::int32_t> counts{128, 5, 0, 1, 129, 0, 0, 64, 300, 65, 193};
   for (const grouped_plan& plan : all_plans) {
     check_bands_without_memset<offset_bound>(counts, plan, "bands, offset bound");

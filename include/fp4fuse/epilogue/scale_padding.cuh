@@ -95,6 +95,35 @@ FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* sca
   }
 }
 
+/// Writes 0x00 over the entries of `region` (scale rows and columns) that are the layout's padding:
+/// rows at or beyond the matrix's (`layout.rows`) or scale columns at or beyond `layout.scale_cols`,
+/// inside `scale_layout::padded_extent(layout)`. For a part of a tile that holds no element of the
+/// matrix (a consumer's rows wholly beyond an expert's) this is everything its epilogue would
+/// write, without the activations. `threads` threads call it with the same arguments and their own
+/// `thread` and share the stores. The layout needs `rows`, `scale_cols`, `padded_rows`,
+/// `padded_cols` and `offset` (grouped layouts: per expert, `layout.expert(e)`).
+/// \code
+/// // A warpgroup's 64 rows x 4 scale columns at (m0, k0), all of whose rows may lie beyond M:
+/// __device__ void pad_rows_beyond(const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,
+///                                 std::int64_t m0, std::int64_t k0) {
+///   fp4fuse::write_scale_padding_in(out.scales, out.layout, {m0, k0, {64, 4}}, threadIdx.x % 128, 128);
+/// }
+/// \endcode
+template <class Layout>
+FP4FUSE_HOST_DEVICE void write_scale_padding_in(cuda::std::uint8_t* scales, const Layout& layout, scale_region region, int thread, int threads) {
+  static_assert(!scale_layout::is_grouped<Layout>,
+                "write_scale_padding_in: a grouped (MoE) layout is written per expert (layout.expert(e))");
+  const scale_layout::extent padded = scale_layout::padded_extent(layout);
+  // A region is small (a warpgroup's rows x a few blocks): 32-bit indices.
+  const auto cols = static_cast<cuda::std::uint32_t>(region.size.cols);
+  const auto count = static_cast<cuda::std::uint32_t>(region.size.rows) * cols;
+  for (auto i = static_cast<cuda::std::uint32_t>(thread); i < count; i += static_cast<cuda::std::uint32_t>(threads)) {
+    const cuda::std::int64_t row = region.row0 + i / cols, col = region.col0 + i % cols;
+    const bool padding = row >= layout.rows || col >= layout.scale_cols;
+    if (padding && row < padded.rows && col < padded.cols) scales[layout.offset(row, col)] = 0;
+  }
+}
+
 /// The same on the output descriptor: the scale padding of `out` (`out.scales`, `out.layout`) that
 /// `grid` does not cover, as the epilogues take their output.
 /// \code

@@ -13,7 +13,10 @@
 // for the part 64 x N at (row0, col0) of each tile (and by an idle consumer warpgroup for
 // 64 x 32 tiles): it writes that part's share of the output's padding that the tile grid does not
 // cover (the NVFP4 scales' 0x00, through the library's `write_scale_padding_beyond_grid`) and
-// nothing else; empty for outputs without padding.
+// nothing else; empty for outputs without padding. Optionally `warpgroup_beyond_rows<N>(row0, col0)`:
+// what `warpgroup` writes for a part 64 x N all of whose rows are at or beyond the output's (its
+// padding), without the arithmetic; the sm_90a GEMM calls it for a 192-row tile's consumer whose
+// rows hold nothing of an expert (the BF16 epilogues write nothing there and have none).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 // Each takes the library's bias type (`fp4fuse::no_bias`, the default, or `fp4fuse::column_bias`:
 // an expert's [2I] per-column bias, GPT-OSS) and adds it as the library's fragment adapters do:
@@ -164,6 +167,14 @@ struct swiglu_nvfp4 {
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
   __device__ __forceinline__ void prefetch() const {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
+  }
+  /// The warpgroup part 64 x N at (row0, col0) when it holds no row of the output (row0 >=
+  /// out.rows(), a consumer wholly beyond an expert's rows): its scale padding (0x00), which is all
+  /// `warpgroup` would write there, without the activations.
+  template <int N>
+  __device__ __forceinline__ void warpgroup_beyond_rows(index_t row0, index_t col0) const {
+    constexpr index_t per_block = 2 * format::block_size;
+    fp4fuse::write_scale_padding_in(out.scales, out.layout, {row0, col0 / per_block, {64, N / per_block}}, static_cast<int>(threadIdx.x % 128), 128);
   }
   /// The share of the warpgroup part 64 x N at (row0, col0) of the scale padding that `grid` does
   /// not cover (0x00), in scale coordinates: 32 gate/up columns per NVFP4 block.

@@ -23,6 +23,29 @@ inline constexpr bool has_padding<Epilogue, N,
                                   std::void_t<decltype(std::declval<const Epilogue&>().template padding_beyond<N>(
                                       std::declval<const tile_grid&>(), index_t{}, index_t{}))>> = true;
 
+/// True for epilogues with `warpgroup_beyond_rows<N>(row0, col0)` (epilogues.cuh).
+template <class Epilogue, int N, class = void>
+inline constexpr bool has_beyond_rows = false;
+template <class Epilogue, int N>
+inline constexpr bool has_beyond_rows<
+    Epilogue, N, std::void_t<decltype(std::declval<const Epilogue&>().template warpgroup_beyond_rows<N>(index_t{}, index_t{}))>> = true;
+
+/// The epilogue of a consumer warpgroup's part 64 x N at (row0, col0) of a tile: `warpgroup(acc,
+/// row0, col0)`, or where the part holds no row of the output (`has_rows` false) and the epilogue
+/// can say what it writes there (`warpgroup_beyond_rows`), that alone: an expert's ragged end then
+/// costs its 192-row tile's idle consumer no activations. The BF16 epilogues write nothing beyond
+/// the rows and skip the arithmetic per element themselves.
+template <int N, class Epilogue, int Registers>
+__device__ __forceinline__ void warpgroup_epilogue(const Epilogue& epi, const float (&acc)[Registers], bool has_rows, index_t row0, index_t col0) {
+  if constexpr (has_beyond_rows<Epilogue, N>) {
+    if (!has_rows) {
+      epi.template warpgroup_beyond_rows<N>(row0, col0);
+      return;
+    }
+  }
+  epi.warpgroup(acc, row0, col0);
+}
+
 /// True for epilogues with `prefetch()` (epilogues.cuh).
 template <class Epilogue, class = void>
 inline constexpr bool has_prefetch = false;

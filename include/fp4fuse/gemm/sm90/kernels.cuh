@@ -73,8 +73,9 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
       float acc[1][registers];
       decltype(mma)::clear(acc);
       cursor.previous = -1;
-      // 192-row tiles: rows wholly beyond the group's (an expert's ragged end) take no MMAs;
-      // their epilogue still writes the group's in-band padding. Other tiles: always true.
+      // 192-row tiles: rows wholly beyond the group's (an expert's ragged end) take no MMAs, and
+      // their epilogue only writes the group's in-band padding (warpgroup_epilogue). Other tiles:
+      // always true.
       bool has_rows = true;
       if constexpr (cfg::skips_empty_fragments) has_rows = consumer < detail::fragments_with_rows<cfg>(u);
       if (has_rows) {
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
       // A unit that splits K: the schedule's fixup reduces the splits; the last split to arrive runs the epilogue.
       if (!sched.fixup(acc[0], u, prm, row0, consumer, thread, last_flag)) continue;
       const auto& tile_epi = detail::epilogue_for(epi, u);
-      tile_epi.warpgroup(acc[0], row0, col0);
+      detail::warpgroup_epilogue<cfg::consumer_n>(tile_epi, acc[0], has_rows, row0, col0);
       if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);
     }
     if constexpr (helper_pads) {
