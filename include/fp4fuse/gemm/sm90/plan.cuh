@@ -275,11 +275,14 @@ inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::con
 /// cooperative 192 x 128 tiles (three consumer warpgroups, clusters of 2 along N, no MMAs and no X
 /// for empty 64-row fragments) stream it once, at the cost of an epilogue the mainloop does not
 /// hide: chosen for 128 < rows per expert <= 176, and with a long reduction (`k` >= 4096, which
-/// hides more of that cost) for 120 < rows per expert <= 208. Measured on the H200 as the
-/// 192 x 128 time / the ping-pong's (uniform, skewed routing; bench/results/engine3.md):
-/// DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11; 128: 0.81-0.96, 0.95-1.03; 144: 0.71,
-/// 0.77; 160: 0.61, 0.62; 192: 0.91, 0.84; 224: 1.13, 1.12; GPT-OSS (K = 2880) 128: 0.97-1.04,
-/// 1.12-1.18; 144: 0.84, 0.95; 160: 0.84, 0.93; 192: 1.19-1.20, 0.86-0.92.
+/// hides more of that cost) from 120 rows per expert. Beyond 176 a uniform routing sends a
+/// quarter or more of the experts past 192 rows, each of which then streams its W twice as well.
+/// Measured on the H200 as the 192 x 128 time / the ping-pong's (uniform, skewed routing;
+/// bench/results/engine3.md, engine5.md): DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11;
+/// 112: 1.05-1.07; 120: 1.01, 1.00; 128: 0.81-0.96, 0.95-1.03; 144: 0.71, 0.77; 160: 0.61, 0.62;
+/// 176: 0.92-0.95, 0.86; 184: 1.07, 0.93; 192: 1.20-1.24, 1.04 (0.91, 0.84 in engine3.md's run);
+/// 208: 1.51-1.55; 224: 1.13, 1.12; GPT-OSS (K = 2880) 128: 0.97-1.08, 1.12-1.18; 144: 0.84, 0.95;
+/// 160: 0.84, 0.93; 176: 0.98-1.00; 184: 1.06, 0.94; 192: 1.19-1.20, 0.86-0.92.
 inline grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
   const double per_expert = static_cast<double>(rows) / experts;
   if (per_expert <= 64) {
@@ -287,7 +290,7 @@ inline grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
     return last > 0 && last <= 128 ? grouped_plan{64, 128, 1, false} : grouped_plan{64, 256, 1, false};
   }
   const bool long_k = k >= 4096;
-  if ((per_expert > 128 && per_expert <= 176) || (long_k && per_expert > 120 && per_expert <= 208)) return {192, 128, 2, false, true};
+  if ((per_expert > 128 || (long_k && per_expert > 120)) && per_expert <= 176) return {192, 128, 2, false, true};
   return {128, 128, 2, true, true};
 }
 
