@@ -3,7 +3,10 @@
 // each part writing what an epilogue writes inside it, plus write_scale_padding_beyond_grid from
 // every part; then every byte of the scale tensor holds its scale or 0x00, for grids that end
 // short of the padded extent in rows, columns or both. The same grids on the GPU: one CTA per part,
-// its threads sharing the stores, over a poisoned device tensor.
+// its threads sharing the stores, over a poisoned device tensor. And write_scale_padding_in, which
+// writes a region's padding entries: exactly those, and what the fused epilogue writes for a part
+// of a tile with no row of the matrix.
+#include <fp4fuse/epilogue/host_twin.cuh>
 #include <fp4fuse/epilogue/scale_padding.cuh>
 #include <fp4fuse/scale_layout.cuh>
 
@@ -166,9 +169,12 @@ TEST_CASE("write_scale_padding_in: exactly the region's padding entries become 0
         for (std::int64_t c0 : {0, 4, 8}) {
           for (int threads : {1, 3, 128}) {
             INFO("M=" << M << " scale columns=" << K << " region at (" << r0 << ", " << c0 << ") threads=" << threads);
-            std::vector<std::uint8_t> scales(static_cast<std::size_t>(layout.size_bytes()), poison);
+            // Guard bytes past the tensor: a write beyond the padded extent would land there (in a
+            // grouped layout, in the next expert's band).
+            std::vector<std::uint8_t> scales(static_cast<std::size_t>(layout.size_bytes()) + 4096, poison);
             const fp4fuse::scale_region region{r0, c0, {64, 4}};
             for (int t = 0; t < threads; ++t) fp4fuse::write_scale_padding_in(scales.data(), layout, region, t, threads);
+            CHECK(std::all_of(scales.begin() + layout.size_bytes(), scales.end(), [](std::uint8_t b) { return b == poison; }));
             std::size_t bad = 0, zeroed = 0;
             for (std::int64_t r = 0; r < padded.rows; ++r)
               for (std::int64_t k = 0; k < padded.cols; ++k) {
@@ -191,6 +197,38 @@ TEST_CASE("write_scale_padding_in: exactly the region's padding entries become 0
   std::vector<std::uint8_t> scales(static_cast<std::size_t>(l.size_bytes()), poison);
   fp4fuse::write_scale_padding_in(scales.data(), l, {32, 4, {64, 4}}, 0, 1);
   for (std::uint8_t b : scales) REQUIRE(b == poison);
+}
+
+TEST_CASE("write_scale_padding_in writes what the fragment epilogue writes for a part with no row of the matrix", "[epilogue]") {
+  // The oracle is the fused epilogue itself (its host twin, the device form's numerics and stores)
+  // on a warpgroup part of 64 rows x N gate/up columns at or beyond M, its accumulators holding
+  // arbitrary values: every packed and scale byte of both runs must be equal.
+  using format = fp4fuse::format::nvfp4<>;
+  using layout_t = fp4fuse::scale_layout::swizzled_128x4;
+  constexpr int N = 128;  // gate/up columns: 4 NVFP4 blocks
+  static float acc[128][N / 2];
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < N / 2; ++i) acc[t][i] = static_cast<float>((t * 37 + i * 11) % 23) - 11.0f;
+  for (std::int64_t M : {1, 37, 64, 100, 128, 130, 300}) {
+    for (std::int64_t K : {1, 4, 5, 9}) {  // scale columns (I = 16 K outputs)
+      const layout_t layout{M, K};
+      const extent padded = fp4fuse::scale_layout::padded_extent(layout);
+      const std::int64_t ld_packed = 8 * K + 16;
+      for (std::int64_t r0 = (M + 63) / 64 * 64; r0 < padded.rows + 64; r0 += 64) {
+        for (std::int64_t k0 = 0; k0 < padded.cols + 4; k0 += 4) {
+          INFO("M=" << M << " scale columns=" << K << " part at row " << r0 << ", scale column " << k0);
+          std::vector<std::uint8_t> packed_epi(static_cast<std::size_t>(M * ld_packed), poison), packed_pad = packed_epi;
+          std::vector<std::uint8_t> scales_epi(static_cast<std::size_t>(layout.size_bytes()), poison), scales_pad = scales_epi;
+          const fp4fuse::quantized_matrix<format, layout_t> out{packed_epi.data(), ld_packed, scales_epi.data(), layout};
+          fp4fuse::wgmma_epilogue_host(fp4fuse::fused_epilogue{fp4fuse::block_codec<format>(448.0f), fp4fuse::sink::direct{out}}, acc,
+                                       {r0, 32 * k0});
+          fp4fuse::write_scale_padding_in(scales_pad.data(), layout, {r0, k0, {64, N / 32}}, 0, 1);
+          CHECK(scales_pad == scales_epi);
+          CHECK(packed_pad == packed_epi);  // neither writes a packed byte there
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("write_scale_padding_beyond_grid [gpu]: called on the device by every part's threads, no byte left unwritten", "[gpu][epilogue]") {

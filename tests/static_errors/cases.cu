@@ -121,6 +121,11 @@ using grouped = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_lay
 __global__ void grouped_padding(fp4fuse::quantized_matrix<fmt::nvfp4<>, grouped> out) {
   fp4fuse::write_scale_padding_beyond_grid(out, {{64, 2}, {64, 2}}, {0, 0, {64, 2}}, static_cast<int>(threadIdx.x), 128);
 }
+#elif CASE == 37  // expect: write_scale_padding_in: a grouped (MoE) layout is written per expert
+using grouped_in = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+__global__ void grouped_padding_in(std::uint8_t* scales, grouped_in layout) {
+  fp4fuse::write_scale_padding_in(scales, layout, {0, 0, {64, 4}}, static_cast<int>(threadIdx.x), 128);
+}
 #elif CASE == 23  // expect: fp4fuse: MXFP4 has no global scale: pass global_scale::none{}
 void per_row_mxfp4(fp4fuse::quantized_matrix<fmt::mxfp4<>, fp4fuse::scale_layout::linear> out, float* row_S) {
   (void)fp4fuse::quantize(fp4fuse::matrix_view<const __nv_bfloat16>{nullptr, 1, 32, 32}, out, fp4fuse::global_scale::per_row{row_S});

@@ -97,11 +97,16 @@ FP4FUSE_HOST_DEVICE void write_scale_padding_beyond_grid(cuda::std::uint8_t* sca
 
 /// Writes 0x00 over the entries of `region` (scale rows and columns) that are the layout's padding:
 /// rows at or beyond the matrix's (`layout.rows`) or scale columns at or beyond `layout.scale_cols`,
-/// inside `scale_layout::padded_extent(layout)`. For a part of a tile that holds no element of the
-/// matrix (a consumer's rows wholly beyond an expert's) this is everything its epilogue would
-/// write, without the activations. `threads` threads call it with the same arguments and their own
-/// `thread` and share the stores. The layout needs `rows`, `scale_cols`, `padded_rows`,
-/// `padded_cols` and `offset` (grouped layouts: per expert, `layout.expert(e)`).
+/// inside `scale_layout::padded_extent(layout)`; nothing else. For a part of a tile that holds no
+/// row of the matrix (a consumer's rows wholly beyond an expert's) that is every byte its fragment
+/// epilogue would write, without the activations (tests/epilogue/scale_padding.cu checks it against
+/// the epilogue's host twin); a part with rows of the matrix also needs its scales, which only the
+/// epilogue writes. `threads` threads call it with the same arguments and their own `thread` and
+/// share the stores. The layout needs `rows`, `scale_cols`, `padded_rows`, `padded_cols` and `offset`
+/// (grouped layouts: per expert, `layout.expert(e)`).
+/// Preconditions: threads >= 1 and 0 <= thread < threads; region.row0, region.col0 >= 0 and
+/// region.size.rows * region.size.cols < 2^32 (a part of a tile); `scales` holds
+/// `layout.size_bytes()` bytes.
 /// \code
 /// // A warpgroup's 64 rows x 4 scale columns at (m0, k0), all of whose rows may lie beyond M:
 /// __device__ void pad_rows_beyond(const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,

@@ -170,9 +170,11 @@ struct swiglu_nvfp4 {
   }
   /// The warpgroup part 64 x N at (row0, col0) when it holds no row of the output (row0 >=
   /// out.rows(), a consumer wholly beyond an expert's rows): its scale padding (0x00), which is all
-  /// `warpgroup` would write there, without the activations.
+  /// `warpgroup` would write there, without the activations (`fp4fuse::write_scale_padding_in`).
+  /// Warpgroup-collective, as `warpgroup`: all 128 threads call it; col0 a multiple of 32.
   template <int N>
   __device__ __forceinline__ void warpgroup_beyond_rows(index_t row0, index_t col0) const {
+    static_assert(N % 32 == 0, "swiglu_nvfp4::warpgroup_beyond_rows: a part of whole NVFP4 blocks (32 gate/up columns each)");
     constexpr index_t per_block = 2 * format::block_size;
     fp4fuse::write_scale_padding_in(out.scales, out.layout, {row0, col0 / per_block, {64, N / per_block}}, static_cast<int>(threadIdx.x % 128), 128);
   }

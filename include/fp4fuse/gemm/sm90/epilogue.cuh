@@ -1,7 +1,7 @@
 #pragma once
 // The sm_90a GEMM's epilogue collective: how the kernels call an epilogue (epilogues.cuh for the
 // dense bindings, grouped.cuh for the grouped ones): the optional members detected (padding,
-// prefetch, for_group, the padding granule, the group bands), the binding of a work unit's
+// prefetch, for_group, warpgroup_beyond_rows, the padding granule, the group bands), the binding of a work unit's
 // epilogue, and the output's padding beyond a tile. The kernels know no output layout: what they
 // need of one is asked here.
 #include <cuda/cmath>
@@ -31,10 +31,11 @@ inline constexpr bool has_beyond_rows<
     Epilogue, N, std::void_t<decltype(std::declval<const Epilogue&>().template warpgroup_beyond_rows<N>(index_t{}, index_t{}))>> = true;
 
 /// The epilogue of a consumer warpgroup's part 64 x N at (row0, col0) of a tile: `warpgroup(acc,
-/// row0, col0)`, or where the part holds no row of the output (`has_rows` false) and the epilogue
-/// can say what it writes there (`warpgroup_beyond_rows`), that alone: an expert's ragged end then
-/// costs its 192-row tile's idle consumer no activations. The BF16 epilogues write nothing beyond
-/// the rows and skip the arithmetic per element themselves.
+/// row0, col0)`, or where the part holds no row of the output (`has_rows` false: row0 >= the
+/// epilogue's rows) and the epilogue can say what it writes there (`warpgroup_beyond_rows`), that
+/// alone: a 192-row tile's consumers whose 64 rows all lie beyond the expert's then run no
+/// activations. The BF16 epilogues write nothing beyond the rows (their bounds checks skip the
+/// activation and the store per element) and have no such member.
 template <int N, class Epilogue, int Registers>
 __device__ __forceinline__ void warpgroup_epilogue(const Epilogue& epi, const float (&acc)[Registers], bool has_rows, index_t row0, index_t col0) {
   if constexpr (has_beyond_rows<Epilogue, N>) {

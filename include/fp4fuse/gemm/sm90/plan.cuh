@@ -275,8 +275,9 @@ inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::con
 /// cooperative 192 x 128 tiles (three consumer warpgroups, clusters of 2 along N, no MMAs and no X
 /// for empty 64-row fragments) stream it once, at the cost of an epilogue the mainloop does not
 /// hide: chosen for 128 < rows per expert <= 176, and with a long reduction (`k` >= 4096, which
-/// hides more of that cost) from 120 rows per expert. Beyond 176 a uniform routing sends a
-/// quarter or more of the experts past 192 rows, each of which then streams its W twice as well.
+/// hides more of that cost) above 120 rows per expert. Beyond 176 a uniform routing sends more
+/// and more experts past 192 rows (about an eighth at 177 rows per expert, a quarter at 184, half
+/// at 192), each of which then needs a second tile and streams its W twice.
 /// Measured on the H200 as the 192 x 128 time / the ping-pong's (uniform, skewed routing;
 /// bench/results/engine3.md, engine5.md): DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11;
 /// 112: 1.05-1.07; 120: 1.01, 1.00; 128: 0.81-0.96, 0.95-1.03; 144: 0.71, 0.77; 160: 0.61, 0.62;
