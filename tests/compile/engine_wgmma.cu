@@ -1,0 +1,29 @@
+// The sm_90a engine's kernels as the library's launchers instantiate them: the grouped MoE L1
+// (fused NVFP4 with and without bias, and the BF16 flows) and the dense GEMM (BF16 store, fused
+// NVFP4), for tests/compile/engine_wgmma.py, which compiles this file with ptxas's report on and
+// fails on any "Potential Performance Loss" (C75xx: wgmma serialized). Device code only.
+#include <fp4fuse/gemm/dense.cuh>
+#include <fp4fuse/gemm/grouped.cuh>
+
+namespace moe = fp4fuse::gemm::moe;
+using start_t = fp4fuse::scale_layout::expert_start::offset_bound;
+
+fp4fuse::result grouped_fused(const moe::inputs& in, const moe::grouped_output<start_t>& out, const float* s) {
+  return moe::run_fused(in, out, fp4fuse::global_scale::per_tensor{s}, fp4fuse::activation::swiglu{});
+}
+fp4fuse::result grouped_fused_clamped(const moe::inputs& in, const moe::grouped_output<start_t>& out, const float* s) {
+  return moe::run_fused(in, out, fp4fuse::global_scale::per_tensor{s}, fp4fuse::activation::swiglu_clamped{});
+}
+fp4fuse::result grouped_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets) {
+  return moe::run_bf16(in, gate_up, experts, offsets);
+}
+fp4fuse::result dense_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, fp4fuse::matrix_view<__nv_bfloat16> d, int K) {
+  return fp4fuse::gemm::gemm(x, w, static_cast<int>(d.rows), static_cast<int>(d.cols), K, fp4fuse::gemm::store_bf16{d},
+                             fp4fuse::gemm::engine::wgmma);
+}
+fp4fuse::result dense_fused(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K,
+                            const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out,
+                            const float* s) {
+  const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu> epi{out, s, {}};
+  return fp4fuse::gemm::gemm(x, w, M, N, K, epi, fp4fuse::gemm::engine::wgmma);
+}
