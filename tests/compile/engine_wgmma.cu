@@ -1,7 +1,9 @@
 // The sm_90a engine's kernels as the library's launchers instantiate them: the grouped MoE L1
-// (fused NVFP4 with and without bias, and the BF16 flows) and the dense GEMM (BF16 store, fused
-// NVFP4), for tests/compile/engine_wgmma.py, which compiles this file with ptxas's report on and
-// fails on any "Potential Performance Loss" (C75xx: wgmma serialized). Device code only.
+// (fused NVFP4 with SwiGLU and with GPT-OSS's clamped SwiGLU, BF16 gate/up, BF16 SwiGLU; each
+// launcher branches on the inputs' bias at run time, so each call instantiates the kernels with and
+// without bias) and the dense GEMM (BF16 store, fused NVFP4), for tests/compile/engine_wgmma.py,
+// which compiles this file with ptxas's report on and fails on any "Potential Performance Loss"
+// (C75xx: wgmma serialized). Device code only.
 #include <fp4fuse/gemm/dense.cuh>
 #include <fp4fuse/gemm/grouped.cuh>
 
@@ -16,6 +18,9 @@ fp4fuse::result grouped_fused_clamped(const moe::inputs& in, const moe::grouped_
 }
 fp4fuse::result grouped_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets) {
   return moe::run_bf16(in, gate_up, experts, offsets);
+}
+fp4fuse::result grouped_swiglu_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, int experts, const std::int32_t* offsets) {
+  return moe::run_swiglu_bf16(in, h, fp4fuse::activation::swiglu{}, experts, offsets);
 }
 fp4fuse::result dense_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, fp4fuse::matrix_view<__nv_bfloat16> d, int K) {
   return fp4fuse::gemm::gemm(x, w, static_cast<int>(d.rows), static_cast<int>(d.cols), K, fp4fuse::gemm::store_bf16{d},
