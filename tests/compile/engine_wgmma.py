@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compiles the sm_90a engine's kernels with ptxas's report on and fails on a serialized wgmma.
 
-usage: engine_wgmma.py NVCC INCLUDE_DIR SOURCE [NVCC ARGS...]
+usage: engine_wgmma.py NVCC INCLUDE_DIR SOURCE
 
 ptxas reports "Potential Performance Loss: wgmma.mma_async instructions are serialized ..." (C75xx)
 as information, not as a warning, and then waits for every wgmma before the next: the kernel stays
@@ -16,9 +16,9 @@ import re
 import subprocess
 import sys
 
-nvcc, include, source, *extra = sys.argv[1:]
+nvcc, include, source = sys.argv[1:4]
 cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-I", include, "-gencode",
-       "arch=compute_90a,code=sm_90a", "-Xptxas", "-v", "-cubin", "-o", "/dev/null", source, *extra]
+       "arch=compute_90a,code=sm_90a", "-Xptxas", "-v", "-cubin", "-o", "/dev/null", source]
 result = subprocess.run(cmd, capture_output=True, text=True)
 if result.returncode != 0:
     print(f"FAIL nvcc failed:\n{result.stderr[-4000:]}")
