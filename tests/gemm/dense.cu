@@ -150,6 +150,22 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   CHECK(fp4fuse::gemm::gemm(x, x, 64, 64, 60, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
   CHECK(fp4fuse::gemm::gemm(x, x, 64, 60, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
   CHECK(fp4fuse::gemm::gemm(x, x, (1 << 30) + 8, 64, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::bad_shape);
+  // The BF16 outputs: stored as 4-byte BF16 pairs, so data 4-byte aligned and ld even (an odd ld
+  // made the direct store fault on a misaligned address before this check existed).
+  auto* o = static_cast<__nv_bfloat16*>(fake(0x300000));
+  const auto dense_store = [&](fp4fuse::matrix_view<__nv_bfloat16> d) {
+    return fp4fuse::gemm::gemm(x, x, 64, 64, 64, fp4fuse::gemm::store_bf16{d}, fp4fuse::gemm::engine::automatic).code;
+  };
+  CHECK(dense_store({nullptr, 64, 64, 64}) == status::null_pointer);
+  CHECK(dense_store({o + 1, 64, 64, 64}) == status::misaligned_pointer);
+  CHECK(dense_store({o, 64, 64, 65}) == status::bad_leading_dimension);
+  CHECK(dense_store({o, 64, 64, 62}) == status::bad_leading_dimension);
+  const auto dense_swiglu = [&](fp4fuse::matrix_view<__nv_bfloat16> h) {
+    return fp4fuse::gemm::gemm(x, x, 64, 64, 64, fp4fuse::gemm::swiglu_bf16<act_t>{h, act_t{}}, fp4fuse::gemm::engine::automatic).code;
+  };
+  CHECK(dense_swiglu({nullptr, 64, 32, 32}) == status::null_pointer);
+  CHECK(dense_swiglu({o + 1, 64, 32, 32}) == status::misaligned_pointer);
+  CHECK(dense_swiglu({o, 64, 32, 33}) == status::bad_leading_dimension);
 }
 
 namespace {
@@ -405,6 +421,69 @@ struct stream_pair {
 };
 
 }  // namespace
+
+TEST_CASE("gemm [gpu]: the ping-pong's BF16 store staged through TMA writes the direct store's bytes and nothing else",
+          "[gpu][examples]") {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
+    WARN("no sm_90 device with an sm_90a image: the staged store is not exercised");
+    return;
+  }
+  using fp4fuse::gemm::sm90::launch_plan;
+  // The ping-pong in both cluster sizes and both MMA depths; a cooperative plan (direct store) as
+  // the reference. Shapes: rows and columns ending inside a tile and inside a 64-wide TMA box
+  // (M = 300, N = 200 and 136), several tiles per consumer (1100 x 1024, 4096 x 512).
+  const launch_plan pingpong[] = {{128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2}};
+  const launch_plan cooperative{128, 1, 0, 1, 0};
+  const int shapes[][3] = {{300, 200, 512}, {37, 136, 128}, {1100, 1024, 256}, {4096, 512, 2048}};
+  auto g = rng("staged store");
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const auto& shape : shapes) {
+    const int M = shape[0], N = shape[1], K = shape[2];
+    std::vector<__nv_bfloat16> xh(static_cast<std::size_t>(M) * K), wh(static_cast<std::size_t>(N) * K);
+    for (auto& v : xh) v = __float2bfloat16(u(g));
+    for (auto& v : wh) v = __float2bfloat16(u(g));
+    device_buffer x(xh.size() * 2), w(wh.size() * 2);
+    x.upload(xh.data(), xh.size() * 2);
+    w.upload(wh.data(), wh.size() * 2);
+    // The reference: the cooperative kernel's direct store into [M, N].
+    device_buffer ref(static_cast<std::size_t>(M) * N * 2);
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K,
+                                                  fp4fuse::gemm::store_bf16{{ref.as<__nv_bfloat16>(), M, N, N}},
+                                                  fp4fuse::gemm::engine::wgmma, nullptr, &cooperative)));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    const std::vector<unsigned char> want = ref.download();
+    for (const launch_plan& plan : pingpong) {
+      // ld = N + 8: rows 16-byte aligned, so the launcher stages the store (checked: stage_store);
+      // ld = N + 2: 4-byte aligned only, so the same plan stores directly. Both into poisoned memory.
+      for (const int ld : {N + 8, N + 2}) {
+        INFO("M=" << M << " N=" << N << " K=" << K << " ld=" << ld << " cluster " << plan.cluster << " in flight " << plan.in_flight);
+        device_buffer d(static_cast<std::size_t>(M) * ld * 2);
+        const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
+        fp4fuse::gemm::sm90::detail::staged_bf16_store staged{};
+        CHECK(fp4fuse::gemm::sm90::detail::stage_store(store, staged) == (ld == N + 8));
+        REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, store,
+                                                      fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
+        FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+        const std::vector<unsigned char> got = d.download();
+        std::size_t differ = 0, outside = 0;
+        for (int r = 0; r < M; ++r) {
+          for (int c = 0; c < ld; ++c) {
+            const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
+            if (c < N) {
+              const std::size_t ref_at = (static_cast<std::size_t>(r) * N + c) * 2;
+              differ += got[at] != want[ref_at] || got[at + 1] != want[ref_at + 1];
+            } else {
+              outside += got[at] != poison || got[at + 1] != poison;
+            }
+          }
+        }
+        CHECK(differ == 0);
+        CHECK(outside == 0);
+        CHECK(d.guard_intact());
+      }
+    }
+  }
+}
 
 TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][examples]") {
   if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/launch.cuh"
@@ -101,6 +103,13 @@ inline void check_gemm(fp4fuse::argument_checker& c, const __nv_bfloat16* x, con
             "M = %d and N = %d give more tiles x splits than the kernels' 32-bit unit counts allow", M, N);
 }
 
+/// True for epilogues with `check(argument_checker&)`: refusals of their own outputs.
+template <class Epilogue, class = void>
+inline constexpr bool has_check = false;
+template <class Epilogue>
+inline constexpr bool has_check<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().check(std::declval<fp4fuse::argument_checker&>()))>> =
+    true;
+
 }  // namespace detail
 
 /// The engine `e` resolves to on the current device.
@@ -114,7 +123,8 @@ inline engine resolve(engine e) {
 
 /// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi` (epilogues.cuh), FP32 accumulation in the
 /// order of K. Refusals (a sentence in `message()`, nothing launched or written): null or
-/// misaligned pointers, shapes, a forced plan that names no kernel, `unsupported_architecture`
+/// misaligned pointers, shapes, an output the epilogue cannot write (its `check`: the BF16
+/// epilogues' data 4-byte aligned, ld even), a forced plan that names no kernel, `unsupported_architecture`
 /// (wgmma asked for where it cannot run). `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).
@@ -130,6 +140,7 @@ result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K,
             cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr, const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::gemm");
   detail::check_gemm(c, x, w, M, N, K);
+  if constexpr (detail::has_check<Epilogue>) epi.check(c);
   if (!c) return c.outcome();
   if (const result v = sm90::validate_plan(force_plan); !v) return v;
   const bool wgmma_here = e != engine::mma_sync && detail::wgmma_runs_here();

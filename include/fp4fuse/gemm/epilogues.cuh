@@ -52,11 +52,25 @@ __device__ __forceinline__ const float (&biased_accumulators(const Bias& bias, c
   }
 }
 
+/// Refuses (into `c`, on the host, before any launch) a BF16 output the epilogues' pair stores
+/// cannot write: null data, data not 4-byte aligned, or ld odd or below cols (each store writes
+/// two adjacent BF16 values as one 4-byte word).
+inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix_view<__nv_bfloat16>& out, const char* name) {
+  c.not_null(out.data, name);
+  c.aligned(out.data, 4, name, "BF16 pairs stored as 4-byte words");
+  c.require(out.ld >= out.cols && out.ld % 2 == 0, fp4fuse::status::bad_leading_dimension,
+            "%s: ld = %lld must be even and >= cols = %lld (BF16 pairs stored as 4-byte words)", name, static_cast<long long>(out.ld),
+            static_cast<long long>(out.cols));
+}
+
 /// Flow 1 (and the plain GEMM): D (+ bias) as BF16 [M, N].
 template <class Bias = fp4fuse::no_bias>
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
+
+  /// The output's refusals (fp4fuse::gemm::gemm calls it before launching): check_bf16_pairs.
+  void check(fp4fuse::argument_checker& c) const { check_bf16_pairs(c, out, "store_bf16.out"); }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
@@ -99,6 +113,9 @@ struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [M, N / 2]
   Activation act;                           ///< the activation of gate (fp4fuse::activation)
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
+
+  /// The output's refusals (fp4fuse::gemm::gemm calls it before launching): check_bf16_pairs.
+  void check(fp4fuse::argument_checker& c) const { check_bf16_pairs(c, out, "swiglu_bf16.out"); }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>

@@ -31,8 +31,8 @@
 // not wrap), plan.cuh (tile shapes, kernel arguments, the kernel instances of each launcher, the
 // planner), schedule.cuh (the tile scheduler concept and the dense scheduler),
 // grouped_schedule.cuh (the grouped one), ring.cuh (the shared-memory ring and its producer),
-// epilogue.cuh (the epilogue collective: how the kernels call an epilogue), kernels.cuh (the two
-// kernels), workspace.cuh (the split-K workspace), launch.cuh and grouped_launch.cuh (the host
+// epilogue.cuh (the epilogue collective: how the kernels call an epilogue), staged_store.cuh (the
+// ping-pong's BF16 store through shared memory and TMA), kernels.cuh (the two kernels), workspace.cuh (the split-K workspace), launch.cuh and grouped_launch.cuh (the host
 // side, one dispatch table).
 #include "fp4fuse/gemm/sm90/epilogue.cuh"
 #include "fp4fuse/gemm/sm90/grouped_launch.cuh"
@@ -43,4 +43,5 @@
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/ring.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/sm90/staged_store.cuh"
 #include "fp4fuse/gemm/sm90/workspace.cuh"

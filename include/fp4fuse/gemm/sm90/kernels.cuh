@@ -16,6 +16,7 @@
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/ring.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/sm90/staged_store.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 
@@ -128,11 +129,13 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 /// up to that many K steps without the tensor cores running dry; the stages they read are held.
 /// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K. The kernel writes no
 /// padding beyond its tiles: its 128 x 128 tiles must cover the epilogue's padding (checked).
-template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
-__global__ void __launch_bounds__(threads, 1)
-    gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
-                         Epilogue epi, typename Schedule::arguments sched_args) {
-#if FP4FUSE_ARCH_IS_SM90A
+/// A `staged_bf16_store` epilogue (staged_store.cuh) runs as gemm_pingpong_staged_kernel, the
+/// same body with the epilogue as a __grid_constant__ parameter (its tensor map must stay in
+/// parameter space for TMA; declaring every epilogue so would change the other kernels' code).
+namespace detail {
+template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN>
+__device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, const params& prm, const Epilogue& epi,
+                                              const typename Schedule::arguments& sched_args) {
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "a cluster along N has 2 CTAs");
   static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
@@ -142,6 +145,9 @@ __global__ void __launch_bounds__(threads, 1)
                 "gemm_pingpong_kernel: the epilogue's output is padded in granules its 128 x 128 tiles do not cover, and this kernel "
                 "writes no padding beyond its tiles (use gemm_kernel, which does)");
   constexpr int stages = cfg::stages;
+  constexpr bool staged = detail::is_staged<Epilogue>;
+  static_assert(!staged || detail::pingpong_smem_bytes<cfg, staged> <= max_smem_per_cta,
+                "gemm_pingpong_kernel: the ring and the staging buffers must fit in a CTA's shared memory");
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
@@ -181,12 +187,44 @@ __global__ void __launch_bounds__(threads, 1)
       if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
       mma.drain(ring, acc, k_iters, cursor);
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
-      const auto& tile_epi = detail::epilogue_for(epi, u);  // rows of the unit's group
-      tile_epi.warpgroup(acc[0], row0, col0);
-      tile_epi.warpgroup(acc[1], row0 + 64, col0);
+      if constexpr (staged) {  // a dense launch: the unit's rows are D's
+        unsigned char* buffer = ring.a + detail::staging_offset(detail::ring_end<cfg>) + consumer * detail::staging_buffer_bytes;
+        detail::staged_fragment_store(epi.map, acc[0], row0, col0, buffer, thread, consumer);
+        detail::staged_fragment_store(epi.map, acc[1], row0 + 64, col0, buffer, thread, consumer);
+      } else {
+        const auto& tile_epi = detail::epilogue_for(epi, u);  // rows of the unit's group
+        tile_epi.warpgroup(acc[0], row0, col0);
+        tile_epi.warpgroup(acc[1], row0 + 64, col0);
+      }
     }
+    if constexpr (staged) detail::staged_stores_complete(thread);
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
+}
+}  // namespace detail
+
+/// The ping-pong kernel (detail::pingpong_body). Compiled for any other target it traps.
+template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
+__global__ void __launch_bounds__(threads, 1)
+    gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
+                         Epilogue epi, typename Schedule::arguments sched_args) {
+#if FP4FUSE_ARCH_IS_SM90A
+  detail::pingpong_body<Cluster, InFlight, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
+#else
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
+  __trap();
+#endif
+}
+
+/// The ping-pong kernel with a staged store (staged_store.cuh): `epi` (a staged_bf16_store) is a
+/// __grid_constant__ parameter, so that TMA reads its tensor map in parameter space.
+template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
+__global__ void __launch_bounds__(threads, 1)
+    gemm_pingpong_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
+                                const __grid_constant__ Epilogue epi, typename Schedule::arguments sched_args) {
+  static_assert(detail::is_staged<Epilogue>, "gemm_pingpong_staged_kernel: a staged epilogue (staged_bf16_store)");
+#if FP4FUSE_ARCH_IS_SM90A
+  detail::pingpong_body<Cluster, InFlight, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
   __trap();

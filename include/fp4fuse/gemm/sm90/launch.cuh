@@ -10,7 +10,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "fp4fuse/launch.cuh"
 #include "fp4fuse/status.hpp"
@@ -18,13 +20,15 @@
 #include "fp4fuse/gemm/sm90/kernels.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/sm90/staged_store.cuh"
 #include "fp4fuse/gemm/sm90/workspace.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 
-/// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle.
+/// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle;
+/// rows `row_elements` apart (0: inner, the operands' case).
 inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
-                                   std::uint32_t box_outer) {
+                                   std::uint32_t box_outer, std::uint64_t row_elements = 0) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -36,7 +40,7 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   }();
   if (encode == nullptr) return cudaErrorNotSupported;
   const cuuint64_t dims[2] = {inner, outer};
-  const cuuint64_t strides[1] = {inner * sizeof(__nv_bfloat16)};
+  const cuuint64_t strides[1] = {(row_elements != 0 ? row_elements : inner) * sizeof(__nv_bfloat16)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(block_k), box_outer};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(base), dims, strides, box,
@@ -58,7 +62,9 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   constexpr bool Pingpong = Shape::pingpong, AlongN = Shape::along_n;
   using cfg = config<BlockN, BlockM>;
   auto* kernel = [] {
-    if constexpr (Pingpong) {
+    if constexpr (Pingpong && detail::is_staged<Epilogue>) {
+      return &gemm_pingpong_staged_kernel<Cluster, Shape::in_flight, Schedule, Epilogue, AlongN>;
+    } else if constexpr (Pingpong) {
       return &gemm_pingpong_kernel<Cluster, Shape::in_flight, Schedule, Epilogue, AlongN>;
     } else {
       return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>;
@@ -70,8 +76,9 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   cluster_dims.val.clusterDim.x = Cluster;
   cluster_dims.val.clusterDim.y = 1;
   cluster_dims.val.clusterDim.z = 1;
+  constexpr std::size_t smem_bytes = Pingpong ? detail::pingpong_smem_bytes<cfg, detail::is_staged<Epilogue>> : cfg::smem_bytes;
   launch.blockDim = dim3(cfg::threads);
-  launch.dynamicSmemBytes = cfg::smem_bytes;
+  launch.dynamicSmemBytes = smem_bytes;
   launch.stream = stream;
   launch.attrs = &cluster_dims;
   launch.numAttrs = 1;
@@ -84,7 +91,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   if (resident == 0) {
     if (const result image = fp4fuse::check_kernel_image(kernel); !image) return image;
   }
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   if (resident == 0) {
     resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
@@ -116,6 +123,19 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   return fp4fuse::launch_result();
 }
 
+namespace detail {
+/// The staged form of a plain BF16 store (staged_store.cuh) where TMA can address its output (16-byte
+/// aligned rows: TMA's rule for a tensor's base and row stride), in `staged`; false otherwise (the
+/// store stays direct).
+inline bool stage_store(const store_bf16<fp4fuse::no_bias>& epi, staged_bf16_store& staged) {
+  const auto& d = epi.out;
+  if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0 || (d.ld * 2) % 16 != 0) return false;
+  staged.store = epi;
+  return make_tensor_map(&staged.map, d.data, static_cast<std::uint64_t>(d.cols), static_cast<std::uint64_t>(d.rows), 64,
+                         static_cast<std::uint64_t>(d.ld)) == cudaSuccess;
+}
+}  // namespace detail
+
 /// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
 /// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
 /// image. `force` overrides the plan (tests use it to cover every tile width and split). `ws`: the
@@ -139,9 +159,18 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   const int u = lp.units;
   const dense_schedule::arguments dense{};
   const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
+  // The ping-pong stages a plain BF16 store through shared memory and TMA (staged_store.cuh).
+  constexpr bool plain_store = std::is_same_v<Epilogue, store_bf16<fp4fuse::no_bias>>;
+  detail::staged_bf16_store staged{};
+  bool use_staged = false;
+  if constexpr (plain_store) use_staged = lp.pingpong == 1 && detail::stage_store(epi, staged);
   const auto run = [&] {
     return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
-      return launch_tiles<decltype(shape), dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
+      using Shape = decltype(shape);
+      if constexpr (Shape::pingpong && plain_store) {
+        if (use_staged) return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, staged, stream);
+      }
+      return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
     });
   };
   if (lp.splits == 1) return run();
