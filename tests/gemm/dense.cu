@@ -159,6 +159,7 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   CHECK(dense_store({nullptr, 64, 64, 64}) == status::null_pointer);
   CHECK(dense_store({o + 1, 64, 64, 64}) == status::misaligned_pointer);
   CHECK(dense_store({o, 64, 64, 65}) == status::bad_leading_dimension);
+  CHECK(dense_store({o, 64, 63, 64}) == status::bad_shape);
   CHECK(dense_store({o, 64, 64, 62}) == status::bad_leading_dimension);
   const auto dense_swiglu = [&](fp4fuse::matrix_view<__nv_bfloat16> h) {
     return fp4fuse::gemm::gemm(x, x, 64, 64, 64, fp4fuse::gemm::swiglu_bf16<act_t>{h, act_t{}}, fp4fuse::gemm::engine::automatic).code;
@@ -431,10 +432,11 @@ TEST_CASE("gemm [gpu]: the ping-pong's BF16 store staged through TMA writes the 
   using fp4fuse::gemm::sm90::launch_plan;
   // The ping-pong in both cluster sizes and both MMA depths; a cooperative plan (direct store) as
   // the reference. Shapes: rows and columns ending inside a tile and inside a 64-wide TMA box
-  // (M = 300, N = 200 and 136), several tiles per consumer (1100 x 1024, 4096 x 512).
+  // (M = 300, N = 200 and 136); 72 and 128 tiles (1100 x 1024, 4096 x 512: one per CTA); 512 tiles
+  // (2048 x 4096: on 132 SMs both consumers of a CTA store, each reusing its buffer across tiles).
   const launch_plan pingpong[] = {{128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2}};
   const launch_plan cooperative{128, 1, 0, 1, 0};
-  const int shapes[][3] = {{300, 200, 512}, {37, 136, 128}, {1100, 1024, 256}, {4096, 512, 2048}};
+  const int shapes[][3] = {{300, 200, 512}, {37, 136, 128}, {1100, 1024, 256}, {4096, 512, 2048}, {2048, 4096, 256}};
   auto g = rng("staged store");
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (const auto& shape : shapes) {

@@ -17,11 +17,15 @@
 // what `warpgroup` writes for a part 64 x N all of whose rows are at or beyond the output's (its
 // padding), without the arithmetic; the sm_90a GEMM calls it for a 192-row tile's consumer whose
 // rows hold nothing of an expert (the BF16 epilogues write nothing there and have none).
+// Optionally `check(argument_checker&)`, which fp4fuse::gemm::gemm calls on the host before
+// launching: the epilogue's refusals of its own outputs (the BF16 ones: check_bf16_pairs).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 // Each takes the library's bias type (`fp4fuse::no_bias`, the default, or `fp4fuse::column_bias`:
 // an expert's [2I] per-column bias, GPT-OSS) and adds it as the library's fragment adapters do:
 // `fp4fuse::mma_add_bias` for the BF16 stores, the fused epilogue's own bias for NVFP4.
 #include <cuda_bf16.h>
+
+#include <cstdint>
 
 #include <type_traits>
 #include <utility>
@@ -53,13 +57,17 @@ __device__ __forceinline__ const float (&biased_accumulators(const Bias& bias, c
 }
 
 /// Refuses (into `c`, on the host, before any launch) a BF16 output the epilogues' pair stores
-/// cannot write: null data, data not 4-byte aligned, or ld odd or below cols (each store writes
-/// two adjacent BF16 values as one 4-byte word).
+/// cannot write: null data (status::null_pointer), data not 4-byte aligned (misaligned_pointer),
+/// cols odd (bad_shape), ld odd or below cols (bad_leading_dimension): each store writes two
+/// adjacent BF16 values as one 4-byte word. `name` names the view (e.g. "store_bf16.out").
 inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix_view<__nv_bfloat16>& out, const char* name) {
-  c.not_null(out.data, name);
-  c.aligned(out.data, 4, name, "BF16 pairs stored as 4-byte words");
+  c.require(out.data != nullptr, fp4fuse::status::null_pointer, "%s.data is null", name);
+  c.require(reinterpret_cast<std::uintptr_t>(out.data) % 4 == 0, fp4fuse::status::misaligned_pointer,
+            "%s.data (%p) must be 4-byte aligned (BF16 pairs stored as 4-byte words)", name, static_cast<const void*>(out.data));
+  c.require(out.cols % 2 == 0, fp4fuse::status::bad_shape, "%s.cols = %lld must be even (BF16 pairs stored as 4-byte words)", name,
+            static_cast<long long>(out.cols));
   c.require(out.ld >= out.cols && out.ld % 2 == 0, fp4fuse::status::bad_leading_dimension,
-            "%s: ld = %lld must be even and >= cols = %lld (BF16 pairs stored as 4-byte words)", name, static_cast<long long>(out.ld),
+            "%s.ld = %lld must be even and >= cols = %lld (BF16 pairs stored as 4-byte words)", name, static_cast<long long>(out.ld),
             static_cast<long long>(out.cols));
 }
 

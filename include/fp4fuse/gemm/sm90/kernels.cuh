@@ -1,9 +1,11 @@
 #pragma once
-// The sm_90a GEMM's kernel layer: two persistent warp-specialized kernels composed of the
-// collectives (the producer and ring of ring.cuh, the consumer mainloop of mainloop.cuh, the
-// epilogue collective of epilogue.cuh) and a tile scheduler (schedule.cuh): the cooperative one
-// (all of config's consumer warpgroups on one tile, K split optional) and the ping-pong one (each consumer
-// its own tile). Compiled for any other target they trap.
+// The sm_90a GEMM's kernel layer: persistent warp-specialized kernels composed of the collectives
+// (the producer and ring of ring.cuh, the consumer mainloop of mainloop.cuh, the epilogue
+// collective of epilogue.cuh, the staged store of staged_store.cuh) and a tile scheduler
+// (schedule.cuh): the cooperative one (all of config's consumer warpgroups on one tile, K split
+// optional) and the ping-pong one (each consumer its own tile), the latter in two forms (its
+// epilogue by value, or a staged BF16 store as __grid_constant__). Compiled for any other target
+// they trap.
 #include <cuda.h>  // CUtensorMap
 
 #include <cuda/ptx>
@@ -115,24 +117,8 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 #endif
 }
 
-/// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
-/// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the
-/// two take alternate tiles, so one runs its epilogue while the other keeps the tensor cores busy
-/// with its mainloop. The
-/// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
-/// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
-/// other has passed the end of its previous one (an order barrier): without it a consumer that
-/// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
-/// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
-/// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
-/// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
-/// up to that many K steps without the tensor cores running dry; the stages they read are held.
-/// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K. The kernel writes no
-/// padding beyond its tiles: its 128 x 128 tiles must cover the epilogue's padding (checked).
-/// A `staged_bf16_store` epilogue (staged_store.cuh) runs as gemm_pingpong_staged_kernel, the
-/// same body with the epilogue as a __grid_constant__ parameter (its tensor map must stay in
-/// parameter space for TMA; declaring every epilogue so would change the other kernels' code).
 namespace detail {
+/// The ping-pong kernel's body, shared by gemm_pingpong_kernel and gemm_pingpong_staged_kernel.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN>
 __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, const params& prm, const Epilogue& epi,
                                               const typename Schedule::arguments& sched_args) {
@@ -197,17 +183,36 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
         tile_epi.warpgroup(acc[1], row0 + 64, col0);
       }
     }
-    if constexpr (staged) detail::staged_stores_complete(thread);
+    if constexpr (staged) detail::staged_stores_read(thread);
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 }
 }  // namespace detail
 
-/// The ping-pong kernel (detail::pingpong_body). Compiled for any other target it traps.
+/// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
+/// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the
+/// two take alternate tiles, so one runs its epilogue while the other keeps the tensor cores busy
+/// with its mainloop. The
+/// producer fills the 6-stage ring with the CTA's tiles in order; consumer c starts at ring
+/// position c * k_iters and skips the other's stages. A consumer starts a mainloop only after the
+/// other has passed the end of its previous one (an order barrier): without it a consumer that
+/// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
+/// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
+/// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
+/// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
+/// up to that many K steps without the tensor cores running dry; the stages they read are held.
+/// `Schedule`, `sched_args`: as for gemm_kernel; every unit spans all of K. The kernel writes no
+/// padding beyond its tiles: its 128 x 128 tiles must cover the epilogue's padding (checked).
+/// A staged BF16 store (staged_store.cuh) runs as gemm_pingpong_staged_kernel instead: the same
+/// body with the epilogue as a __grid_constant__ parameter (TMA reads its tensor map in parameter
+/// space; declaring every epilogue so changed the code of other kernels, bench/results/engine7.md).
+/// Compiled for any other target it traps.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                          Epilogue epi, typename Schedule::arguments sched_args) {
+  static_assert(!detail::is_staged<Epilogue>,
+                "gemm_pingpong_kernel: a staged store needs its tensor map in parameter space: use gemm_pingpong_staged_kernel");
 #if FP4FUSE_ARCH_IS_SM90A
   detail::pingpong_body<Cluster, InFlight, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
 #else

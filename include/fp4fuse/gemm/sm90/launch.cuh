@@ -9,14 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <type_traits>
 
 #include "fp4fuse/launch.cuh"
 #include "fp4fuse/status.hpp"
 
+#include "fp4fuse/gemm/epilogues.cuh"
 #include "fp4fuse/gemm/sm90/kernels.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
@@ -127,10 +128,9 @@ namespace detail {
 /// The staged form of a plain BF16 store (staged_store.cuh) where TMA can address its output (16-byte
 /// aligned rows: TMA's rule for a tensor's base and row stride), in `staged`; false otherwise (the
 /// store stays direct).
-inline bool stage_store(const store_bf16<fp4fuse::no_bias>& epi, staged_bf16_store& staged) {
+inline bool stage_store(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi, staged_bf16_store& staged) {
   const auto& d = epi.out;
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0 || (d.ld * 2) % 16 != 0) return false;
-  staged.store = epi;
   return make_tensor_map(&staged.map, d.data, static_cast<std::uint64_t>(d.cols), static_cast<std::uint64_t>(d.rows), 64,
                          static_cast<std::uint64_t>(d.ld)) == cudaSuccess;
 }
@@ -160,7 +160,7 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   const dense_schedule::arguments dense{};
   const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
   // The ping-pong stages a plain BF16 store through shared memory and TMA (staged_store.cuh).
-  constexpr bool plain_store = std::is_same_v<Epilogue, store_bf16<fp4fuse::no_bias>>;
+  constexpr bool plain_store = std::is_same_v<Epilogue, fp4fuse::gemm::store_bf16<fp4fuse::no_bias>>;
   detail::staged_bf16_store staged{};
   bool use_staged = false;
   if constexpr (plain_store) use_staged = lp.pingpong == 1 && detail::stage_store(epi, staged);

@@ -138,6 +138,15 @@ __device__ __forceinline__ std::uint32_t cluster_address(const void* smem, std::
 __device__ __forceinline__ void arrive_cluster(std::uint32_t barrier) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
 }
+/// stmatrix .x4 (cuda::ptx has no wrapper): four 8 x 8 BF16 matrices from the mma.sync C-fragment
+/// layout (thread t: row t / 4, columns 2 (t % 4) and + 1 of each) to shared memory; thread t gives
+/// the address of row t % 8 of matrix t / 8.
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t address, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]), "r"(r[1]), "r"(r[2]),
+               "r"(r[3])
+               : "memory");
+}
+
 /// Synchronises the 128 threads of one consumer warpgroup (named barrier 1 + consumer).
 __device__ __forceinline__ void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");

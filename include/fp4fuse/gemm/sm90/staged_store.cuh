@@ -4,9 +4,9 @@
 // boxes, 128-byte swizzled) and one thread stores it with two TMA boxes. The direct store issues
 // 32 4-byte global stores per thread and fragment, which share the issue queue (MIO) with the other
 // consumer's wgmma; staged, it is 8 stmatrix per thread and 2 TMA requests per fragment
-// (bench/results/engine7.md: 0.95x the dense ping-pong's time at T = 4096). The launcher takes
-// this path for a plain BF16 store (`store_bf16<no_bias>`) whose output TMA can address; the
-// bits are those of the direct store.
+// (bench/results/engine7.md: 0.94-0.96x the dense ping-pong's time at T = 4096). The launcher
+// takes this path for a plain BF16 store (`store_bf16<no_bias>`) on a ping-pong plan whose output
+// TMA can address (16-byte aligned rows); the bits are those of the direct store.
 #include <cuda.h>  // CUtensorMap
 #include <cuda_bf16.h>
 
@@ -14,66 +14,41 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
-#include "fp4fuse/gemm/epilogues.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 namespace detail {
 
-/// The ping-pong kernel's epilogue for a plain BF16 store staged through shared memory: the store
-/// (for the paths that do not stage) and D's tensor map ([M, N] with stride ld, 64 x 64 boxes,
-/// 128-byte swizzle; make_output_map). A kernel parameter: the kernel takes it as
-/// __grid_constant__, so the map stays in parameter space, where TMA reads it.
+/// The epilogue the ping-pong kernel stages (gemm_pingpong_staged_kernel): a plain BF16 store
+/// known only by D's tensor map ([M, N] with stride ld, 64 x 64 boxes, 128-byte swizzle; built by
+/// the launcher's detail::stage_store with make_tensor_map). A kernel parameter, __grid_constant__,
+/// so that the map stays in parameter space, where TMA reads it.
 struct staged_bf16_store {
-  CUtensorMap map;                         ///< D's tensor map
-  store_bf16<fp4fuse::no_bias> store;      ///< D itself: the direct store (warp, warpgroup)
-  static constexpr bool staged = true;     ///< the ping-pong kernel stages this epilogue's fragments
-
-  /// The direct store (the mma.sync engine's form).
-  template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
-    store.warp(in, row0, col0);
-  }
-  /// The direct store of one wgmma fragment.
-  template <int Registers>
-  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
-    store.warpgroup(acc, row0, col0);
-  }
-  /// Nothing: the output has no padding.
-  template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
+  CUtensorMap map;  ///< D's tensor map
 };
 
-/// True for epilogues the ping-pong kernel stages (`staged_bf16_store`).
-template <class Epilogue, class = void>
-inline constexpr bool is_staged = false;
+/// True for the epilogue the ping-pong kernel stages.
 template <class Epilogue>
-inline constexpr bool is_staged<Epilogue, std::void_t<decltype(Epilogue::staged)>> = Epilogue::staged;
+inline constexpr bool is_staged = std::is_same_v<Epilogue, staged_bf16_store>;
 
 /// Bytes of one consumer's staging buffer: a 64 x 128 BF16 fragment.
 inline constexpr std::size_t staging_buffer_bytes = 64 * 128 * 2;
 /// Where the staging buffers start, from the aligned base of a ring whose barriers and hand-off
 /// end at `ring_end` bytes: the next 1024-byte boundary (the 128-byte swizzle's period).
 constexpr std::size_t staging_offset(std::size_t ring_end) { return (ring_end + 1023) / 1024 * 1024; }
-/// The end of config Cfg's ring (ring.cuh): its stages, full and empty barriers, and 16 bytes of hand-off.
+/// The end of config Cfg's ring (ring.cuh: its stages, full and empty barriers, 16 bytes of
+/// hand-off), from the ring's aligned base: config's shared memory less its 1024 bytes of slack.
 template <class Cfg>
-inline constexpr std::size_t ring_end = std::size_t(Cfg::stages) * Cfg::stage_bytes + 2 * Cfg::stages * 8 + 16;
+inline constexpr std::size_t ring_end = Cfg::smem_bytes - 1024;
 /// The ping-pong kernel's dynamic shared memory: config's, or with `Staged` the ring, the two
 /// consumers' staging buffers after it and the 1024 bytes of alignment slack.
 template <class Cfg, bool Staged>
 inline constexpr std::size_t pingpong_smem_bytes = Staged ? 1024 + staging_offset(ring_end<Cfg>) + 2 * staging_buffer_bytes : Cfg::smem_bytes;
-
-/// stmatrix .x4 (cuda::ptx has no wrapper): four 8 x 8 BF16 matrices from the mma.sync C-fragment
-/// layout (thread t: row t / 4, columns 2 (t % 4) and + 1 of each) to shared memory; thread t gives
-/// the address of row t % 8 of matrix t / 8.
-__device__ __forceinline__ void stmatrix_x4(std::uint32_t address, const std::uint32_t (&r)[4]) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]), "r"(r[1]), "r"(r[2]),
-               "r"(r[3])
-               : "memory");
-}
 
 /// Two floats as the BF16 pair a 4-byte store writes (the first at the lower address), rounded to
 /// nearest even as store_bf16 rounds them.
@@ -118,9 +93,10 @@ __device__ __forceinline__ void staged_fragment_store(const CUtensorMap& map, co
   }
 }
 
-/// Waits (thread 0 of a consumer) until its staged stores have completed: before the kernel ends.
-__device__ __forceinline__ void staged_stores_complete(int thread) {
-  if (thread == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+/// Waits (thread 0 of a consumer) until TMA has read its last staged fragment: the buffer must
+/// outlive that read, so before the kernel ends (the global writes complete with the grid).
+__device__ __forceinline__ void staged_stores_read(int thread) {
+  if (thread == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
 }
 
 }  // namespace detail
