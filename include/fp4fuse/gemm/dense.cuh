@@ -124,8 +124,8 @@ inline engine resolve(engine e) {
 /// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi` (epilogues.cuh), FP32 accumulation in the
 /// order of K. Refusals (a sentence in `message()`, nothing launched or written): null or
 /// misaligned pointers, shapes, an output the epilogue cannot write (its `check`: the BF16
-/// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols), a forced plan that names no kernel, `unsupported_architecture`
-/// (wgmma asked for where it cannot run). `force_plan` (wgmma only) replaces the automatic choice
+/// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols), a forced plan
+/// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).
 /// \code // not compiled: it instantiates every kernel of both engines (minutes); tests/gemm/dense.cu makes this call

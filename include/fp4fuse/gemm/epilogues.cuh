@@ -25,8 +25,7 @@
 // `fp4fuse::mma_add_bias` for the BF16 stores, the fused epilogue's own bias for NVFP4.
 #include <cuda_bf16.h>
 
-#include <cstdint>
-
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -61,9 +60,9 @@ __device__ __forceinline__ const float (&biased_accumulators(const Bias& bias, c
 /// cols odd (bad_shape), ld odd or below cols (bad_leading_dimension): each store writes two
 /// adjacent BF16 values as one 4-byte word. `name` names the view (e.g. "store_bf16.out").
 inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix_view<__nv_bfloat16>& out, const char* name) {
-  c.require(out.data != nullptr, fp4fuse::status::null_pointer, "%s.data is null", name);
-  c.require(reinterpret_cast<std::uintptr_t>(out.data) % 4 == 0, fp4fuse::status::misaligned_pointer,
-            "%s.data (%p) must be 4-byte aligned (BF16 pairs stored as 4-byte words)", name, static_cast<const void*>(out.data));
+  char field[64];
+  std::snprintf(field, sizeof field, "%s.data", name);
+  c.not_null(out.data, field).aligned(out.data, 4, field, "BF16 pairs stored as 4-byte words");
   c.require(out.cols % 2 == 0, fp4fuse::status::bad_shape, "%s.cols = %lld must be even (BF16 pairs stored as 4-byte words)", name,
             static_cast<long long>(out.cols));
   c.require(out.ld >= out.cols && out.ld % 2 == 0, fp4fuse::status::bad_leading_dimension,

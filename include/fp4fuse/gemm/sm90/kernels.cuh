@@ -118,10 +118,12 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 }
 
 namespace detail {
-/// The ping-pong kernel's body, shared by gemm_pingpong_kernel and gemm_pingpong_staged_kernel.
+/// The ping-pong kernel's body, shared by gemm_pingpong_kernel and gemm_pingpong_staged_kernel;
+/// compiled for any other target it traps.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN>
 __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, const params& prm, const Epilogue& epi,
                                               const typename Schedule::arguments& sched_args) {
+#if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "a cluster along N has 2 CTAs");
   static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
@@ -186,6 +188,10 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
     if constexpr (staged) detail::staged_stores_read(thread);
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
+#else
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
+  __trap();  // built for a target without wgmma: never write nothing silently
+#endif
 }
 }  // namespace detail
 
@@ -206,19 +212,13 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
 /// A staged BF16 store (staged_store.cuh) runs as gemm_pingpong_staged_kernel instead: the same
 /// body with the epilogue as a __grid_constant__ parameter (TMA reads its tensor map in parameter
 /// space; declaring every epilogue so changed the code of other kernels, bench/results/engine7.md).
-/// Compiled for any other target it traps.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                          Epilogue epi, typename Schedule::arguments sched_args) {
   static_assert(!detail::is_staged<Epilogue>,
                 "gemm_pingpong_kernel: a staged store needs its tensor map in parameter space: use gemm_pingpong_staged_kernel");
-#if FP4FUSE_ARCH_IS_SM90A
   detail::pingpong_body<Cluster, InFlight, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
-#else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
-  __trap();
-#endif
 }
 
 /// The ping-pong kernel with a staged store (staged_store.cuh): `epi` (a staged_bf16_store) is a
@@ -228,12 +228,7 @@ __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                                 const __grid_constant__ Epilogue epi, typename Schedule::arguments sched_args) {
   static_assert(detail::is_staged<Epilogue>, "gemm_pingpong_staged_kernel: a staged epilogue (staged_bf16_store)");
-#if FP4FUSE_ARCH_IS_SM90A
   detail::pingpong_body<Cluster, InFlight, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
-#else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
-  __trap();
-#endif
 }
 
 }  // namespace fp4fuse::gemm::sm90
