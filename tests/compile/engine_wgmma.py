@@ -10,8 +10,8 @@ mainloop (a second copy of it joined while MMAs are in flight, accumulators writ
 wgmma and its wait) is enough to cause it, so every change to the engine is checked here, without a
 GPU. The flags are the release build's (-O3 -DNDEBUG), whose code the benchmarks time. Prints the
 count of each kernel kind and every report; exits 1 on any report, or if a kernel kind (the
-cooperative gemm_kernel, the ping-pong gemm_pingpong_kernel, its staged-store form
-gemm_pingpong_staged_kernel) is missing from the compile.
+cooperative gemm_kernel, the ping-pong gemm_pingpong_kernel, their staged-store forms
+gemm_staged_kernel and gemm_pingpong_staged_kernel) is missing from the compile.
 """
 import re
 import subprocess
@@ -25,9 +25,11 @@ if result.returncode != 0:
     print(f"FAIL nvcc failed:\n{result.stderr[-4000:]}")
     sys.exit(1)
 
-# Mangled names: fp4fuse::gemm::sm90::gemm_kernel (4sm90 11gemm_kernel), gemm_pingpong_kernel (20...) and
-# gemm_pingpong_staged_kernel (27...: the dense ping-pong with its BF16 store staged through TMA).
+# Mangled names: fp4fuse::gemm::sm90::gemm_kernel (4sm90 11gemm_kernel), gemm_pingpong_kernel (20...),
+# and the dense kernels with a BF16 store staged through TMA: gemm_staged_kernel (18...) and
+# gemm_pingpong_staged_kernel (27...).
 kinds = {"gemm_kernel": re.compile(r"4sm9011gemm_kernelI"), "gemm_pingpong_kernel": re.compile(r"4sm9020gemm_pingpong_kernelI"),
+         "gemm_staged_kernel": re.compile(r"4sm9018gemm_staged_kernelI"),
          "gemm_pingpong_staged_kernel": re.compile(r"4sm9027gemm_pingpong_staged_kernelI")}
 counts = {kind: 0 for kind in kinds}
 losses = []

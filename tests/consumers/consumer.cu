@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   // a sentence (none of these instantiate a kernel).
   const fp4fuse::gemm::sm90::launch_plan dense = fp4fuse::gemm::sm90::plan(4096, 4096, 7168, 132);
   check(dense.pingpong == 1 && dense.block_n == 128, "the dense plan at T = 4096 is the 128 x 128 ping-pong");
+  check(fp4fuse::gemm::sm90::plan(4096, 4096, 7168, 132, true).block_n == 256,
+        "with a staged BF16 store and K = 7168 the dense plan at T = 4096 is the cooperative 128 x 256");
   check(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(32768, 256)), "the grouped plan names a kernel");
   const fp4fuse::gemm::sm90::launch_plan bad{96, 1, 0};
   const fp4fuse::result refused = fp4fuse::gemm::sm90::validate_plan(&bad);

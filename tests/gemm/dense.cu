@@ -7,6 +7,8 @@
 #include "../../examples/l1_gemm/reference.hpp"
 #include "../kernels/kernel_test_support.cuh"
 
+#include <cstring>
+
 using namespace fp4fuse_test;
 using act_t = fp4fuse::activation::swiglu;
 
@@ -45,23 +47,32 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   constexpr int sms = 132;  // H200
   for (int T : {1, 64, 512, 4096, 16384, 100000}) {
     for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
-      const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms);
-      INFO("T=" << T << " H=" << H << " N=" << N);
-      CHECK(fp4fuse::gemm::sm90::validate_plan(&p));
-      CHECK(p.splits >= 1);
-      CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
-      const int tiles = ((T + p.block_m - 1) / p.block_m) * ((N + p.block_n - 1) / p.block_n);
-      CHECK(p.units == tiles * p.splits);
-      if (p.pingpong == 1) {
-        CHECK(p.splits == 1);
-        CHECK((p.block_m == 128 && p.block_n == 128));
-        CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
+      for (const bool staged : {false, true}) {
+        const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms, staged);
+        INFO("T=" << T << " H=" << H << " N=" << N << " staged store " << staged);
+        // The staged store changes only the choice of the ping-pong for the cooperative tile.
+        const fp4fuse::gemm::sm90::launch_plan unstaged = plan(T, N, H, sms);
+        if (staged && p.pingpong != unstaged.pingpong) {
+          CHECK((unstaged.pingpong == 1 && H >= 4096 && p.block_m == 128 && p.splits == 1));
+        } else if (staged) {
+          CHECK((p.block_n == unstaged.block_n && p.splits == unstaged.splits && p.block_m == unstaged.block_m));
+        }
+        CHECK(fp4fuse::gemm::sm90::validate_plan(&p));
+        CHECK(p.splits >= 1);
+        CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
+        const int tiles = ((T + p.block_m - 1) / p.block_m) * ((N + p.block_n - 1) / p.block_n);
+        CHECK(p.units == tiles * p.splits);
+        if (p.pingpong == 1) {
+          CHECK(p.splits == 1);
+          CHECK((p.block_m == 128 && p.block_n == 128));
+          CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
+        }
+        // 64-row tiles only where 128-row ones leave SMs idle (small T, or N narrower than a tile)
+        if (p.block_m == 64) CHECK((T <= 1024 || N < 128));
+        const int cluster = fp4fuse::gemm::sm90::cluster_for(p, T);
+        CHECK((cluster == 1 || cluster == 2));
+        if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
       }
-      // 64-row tiles only where 128-row ones leave SMs idle (small T, or N narrower than a tile)
-      if (p.block_m == 64) CHECK((T <= 1024 || N < 128));
-      const int cluster = fp4fuse::gemm::sm90::cluster_for(p, T);
-      CHECK((cluster == 1 || cluster == 2));
-      if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
     }
   }
   // Decode-sized T fills the chip with narrow tiles or a K split; large T does not split.
@@ -71,6 +82,13 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(64, 1024, 7168, sms).splits > 1);  // 64 x 32 would leave 100 SMs idle: split K instead
   CHECK(plan(16384, 4096, 7168, sms).splits == 1);
   CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
+  // A staged BF16 store keeps the cooperative 128 x 256 over a long K (DeepSeek-V3), the ping-pong
+  // over a short one (GPT-OSS).
+  for (int T : {4096, 16384}) {
+    INFO("T=" << T);
+    CHECK((plan(T, 4096, 7168, sms, true).pingpong != 1 && plan(T, 4096, 7168, sms, true).block_n == 256));
+    CHECK(plan(T, 5760, 2880, sms, true).pingpong == 1);
+  }
   CHECK(plan(64, 4096, 7168, sms).block_m == 64);  // decode: no MMA rows wasted on rows beyond T
   CHECK(plan(64, 5760, 2880, sms).block_m == 64);
   // GPT-OSS T = 512: 120 tiles of 128 x 192 fill one wave (128 x 256: 92 tiles, 128 x 128: 180).
@@ -423,19 +441,27 @@ struct stream_pair {
 
 }  // namespace
 
-TEST_CASE("gemm [gpu]: the ping-pong's BF16 store staged through TMA writes the direct store's bytes and nothing else",
+TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
           "[gpu][examples]") {
   if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
     WARN("no sm_90 device with an sm_90a image: the staged store is not exercised");
     return;
   }
   using fp4fuse::gemm::sm90::launch_plan;
-  // The ping-pong in both cluster sizes and both MMA depths; a cooperative plan (direct store) as
-  // the reference. Shapes: rows and columns ending inside a tile and inside a 64-wide TMA box
-  // (M = 300, N = 200 and 136); 72 and 128 tiles (1100 x 1024, 4096 x 512: one per CTA); 512 tiles
-  // (2048 x 4096: on 132 SMs both consumers of a CTA store, each reusing its buffer across tiles).
-  const launch_plan pingpong[] = {{128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2}};
-  const launch_plan cooperative{128, 1, 0, 1, 0};
+  // Every plan that stages: the ping-pong in both cluster sizes and both MMA depths; the cooperative
+  // 128 x 256 (4 boxes per fragment), 128 x 192 (3: odd, so a fragment starts in either slot) and
+  // 128 x 128 in both cluster sizes, and 128 x 256 split 3 (the fixup's sums staged). Each runs with
+  // ld = N + 8 (rows 16-byte aligned: the launcher stages, checked by stage_store) and ld = N + 2
+  // (4-byte aligned only: the same plan stores directly), both into poisoned memory. Unsplit plans
+  // must write the bytes of the cooperative 128 x 128 plan's direct store (the same sums in the same
+  // order); the split plan those of its own direct store. Shapes: rows and columns ending inside a
+  // tile and inside a 64-wide box (M = 300, N = 200 and 136); 72 and 128 tiles (1100 x 1024, 4096 x
+  // 512: one per CTA); 512 tiles (2048 x 4096: on 132 SMs each consumer stores several tiles,
+  // reusing its box slots across them).
+  const launch_plan plans[] = {{128, 1, 0, 1, 1, 1}, {128, 1, 0, 2, 1, 1}, {128, 1, 0, 1, 1, 2}, {128, 1, 0, 2, 1, 2},
+                               {256, 1, 0, 1, 0},    {256, 1, 0, 2, 0},    {192, 1, 0, 1, 0},    {192, 1, 0, 2, 0},
+                               {128, 1, 0, 1, 0},    {128, 1, 0, 2, 0},    {256, 3, 0, 1, 0}};
+  const launch_plan reference_plan{128, 1, 0, 1, 0};
   const int shapes[][3] = {{300, 200, 512}, {37, 136, 128}, {1100, 1024, 256}, {4096, 512, 2048}, {2048, 4096, 256}};
   auto g = rng("staged store");
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -447,42 +473,51 @@ TEST_CASE("gemm [gpu]: the ping-pong's BF16 store staged through TMA writes the 
     device_buffer x(xh.size() * 2), w(wh.size() * 2);
     x.upload(xh.data(), xh.size() * 2);
     w.upload(wh.data(), wh.size() * 2);
-    // The reference: the cooperative kernel's direct store into [M, N].
-    device_buffer ref(static_cast<std::size_t>(M) * N * 2);
-    REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K,
-                                                  fp4fuse::gemm::store_bf16{{ref.as<__nv_bfloat16>(), M, N, N}},
-                                                  fp4fuse::gemm::engine::wgmma, nullptr, &cooperative)));
-    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
-    const std::vector<unsigned char> want = ref.download();
-    for (const launch_plan& plan : pingpong) {
-      // ld = N + 8: rows 16-byte aligned, so the launcher stages the store (checked: stage_store);
-      // ld = N + 2: 4-byte aligned only, so the same plan stores directly. Both into poisoned memory.
-      for (const int ld : {N + 8, N + 2}) {
-        INFO("M=" << M << " N=" << N << " K=" << K << " ld=" << ld << " cluster " << plan.cluster << " in flight " << plan.in_flight);
-        device_buffer d(static_cast<std::size_t>(M) * ld * 2);
-        const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
-        fp4fuse::gemm::sm90::detail::staged_bf16_store staged{};
-        CHECK(fp4fuse::gemm::sm90::detail::stage_store(store, staged) == (ld == N + 8));
-        REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, store,
-                                                      fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
-        FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
-        const std::vector<unsigned char> got = d.download();
-        std::size_t differ = 0, outside = 0;
-        for (int r = 0; r < M; ++r) {
-          for (int c = 0; c < ld; ++c) {
-            const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
-            if (c < N) {
-              const std::size_t ref_at = (static_cast<std::size_t>(r) * N + c) * 2;
-              differ += got[at] != want[ref_at] || got[at + 1] != want[ref_at + 1];
-            } else {
-              outside += got[at] != poison || got[at + 1] != poison;
-            }
+    // Runs `plan` into poisoned [M, ld]: D's bytes as [M, N]; counts the bytes written beyond column N.
+    const auto run = [&](const launch_plan& plan, int ld, std::size_t& outside, bool& guard) {
+      device_buffer d(static_cast<std::size_t>(M) * ld * 2);
+      const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
+      fp4fuse::gemm::sm90::detail::staged_bf16_store staged{};
+      CHECK(fp4fuse::gemm::sm90::detail::stage_store(store, staged) == (ld % 8 == 0));
+      REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, store,
+                                                    fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      const std::vector<unsigned char> got = d.download();
+      std::vector<unsigned char> compact(static_cast<std::size_t>(M) * N * 2);
+      outside = 0;
+      for (int r = 0; r < M; ++r) {
+        for (int c = 0; c < ld; ++c) {
+          const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
+          if (c < N) {
+            std::memcpy(&compact[(static_cast<std::size_t>(r) * N + c) * 2], &got[at], 2);
+          } else {
+            outside += got[at] != poison || got[at + 1] != poison;
           }
         }
-        CHECK(differ == 0);
-        CHECK(outside == 0);
-        CHECK(d.guard_intact());
       }
+      guard = d.guard_intact();
+      return compact;
+    };
+    std::size_t outside = 0;
+    bool guard = false;
+    INFO("M=" << M << " N=" << N << " K=" << K);
+    const std::vector<unsigned char> reference = run(reference_plan, N + 2, outside, guard);
+    for (const launch_plan& plan : plans) {
+      INFO("plan " << plan.block_m << " x " << plan.block_n << (plan.pingpong == 1 ? " ping-pong" : " cooperative") << " split "
+                   << plan.splits << " cluster " << plan.cluster << " in flight " << plan.in_flight);
+      const std::vector<unsigned char> direct = run(plan, N + 2, outside, guard);
+      CHECK(outside == 0);
+      CHECK(guard);
+      const std::vector<unsigned char> staged = run(plan, N + 8, outside, guard);
+      CHECK(outside == 0);
+      CHECK(guard);
+      std::size_t differ = 0, differ_reference = 0;
+      for (std::size_t i = 0; i < staged.size(); ++i) {
+        differ += staged[i] != direct[i];
+        differ_reference += staged[i] != reference[i];
+      }
+      CHECK(differ == 0);
+      if (plan.splits == 1) CHECK(differ_reference == 0);
     }
   }
 }

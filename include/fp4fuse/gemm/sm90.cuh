@@ -32,7 +32,7 @@
 // planner), schedule.cuh (the tile scheduler concept and the dense scheduler),
 // grouped_schedule.cuh (the grouped one), ring.cuh (the shared-memory ring and its producer),
 // epilogue.cuh (the epilogue collective: how the kernels call an epilogue), staged_store.cuh (the
-// ping-pong's BF16 store through shared memory and TMA), kernels.cuh (the cooperative and the
+// BF16 store through shared memory and TMA of the kernels' 128-row tiles), kernels.cuh (the cooperative and the
 // ping-pong kernels), workspace.cuh (the split-K workspace), launch.cuh and grouped_launch.cuh
 // (the host side, one dispatch table).
 #include "fp4fuse/gemm/sm90/epilogue.cuh"

@@ -3,9 +3,9 @@
 // (the producer and ring of ring.cuh, the consumer mainloop of mainloop.cuh, the epilogue
 // collective of epilogue.cuh, the staged store of staged_store.cuh) and a tile scheduler
 // (schedule.cuh): the cooperative one (all of config's consumer warpgroups on one tile, K split
-// optional) and the ping-pong one (each consumer its own tile), the latter in two forms (its
-// epilogue by value, or a staged BF16 store as __grid_constant__). Compiled for any other target
-// they trap.
+// optional) and the ping-pong one (each consumer its own tile), each in two forms (its epilogue by
+// value, or a staged BF16 store as __grid_constant__: gemm_staged_kernel,
+// gemm_pingpong_staged_kernel), one body each. Compiled for any other target they trap.
 #include <cuda.h>  // CUtensorMap
 
 #include <cuda/ptx>
@@ -22,21 +22,23 @@
 
 namespace fp4fuse::gemm::sm90 {
 
-/// The cooperative kernel (config's consumer warpgroups on one tile: two, or three for 192-row
-/// tiles); `Schedule` (schedule.cuh) picks its work units, `sched_args` its host-side arguments
-/// (last, so that the other parameters keep their offsets whatever it holds).
-/// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
-/// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic (AlongN:
-/// horizontally adjacent tiles sharing the X tile; 192-row tiles only along N). A ring slot is refilled only when the consumers
-/// of both CTAs have released it. No K split with clusters.
-template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
-__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
-    gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
-                typename Schedule::arguments sched_args) {
+namespace detail {
+/// The cooperative kernel's body, shared by gemm_kernel and gemm_staged_kernel; compiled for any
+/// other target it traps. `prm` and `sched_args` by value: so the kernels' code is what it was as
+/// one function (SASS compared; by reference the compiler keeps some of their values in vector
+/// registers); `epi` by reference: a staged epilogue's tensor map must stay in parameter space.
+template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN>
+__device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, params prm, const Epilogue& epi,
+                                                 typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(!AlongN || Cluster == 2, "a cluster along N has 2 CTAs");
   using cfg = config<BlockN, BlockM>;
+  constexpr bool staged = detail::is_staged<Epilogue>;
+  static_assert(!staged || (BlockM == 128 && !cfg::consumers_split_n),
+                "gemm_staged_kernel: the staged store takes 128-row tiles (each consumer warpgroup stores 64 whole rows)");
+  static_assert(!staged || detail::staged_smem_bytes<cfg, staged> <= max_smem_per_cta,
+                "gemm_staged_kernel: the ring and the staging buffers must fit in a CTA's shared memory");
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
@@ -70,7 +72,7 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
-    constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
+    constexpr bool helper_pads = !staged && cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
     for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
       float acc[1][registers];
@@ -93,10 +95,16 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
       const index_t col0 = static_cast<index_t>(u.n_blk) * BlockN + (cfg::consumers_split_n ? consumer * cfg::consumer_n : 0);
       // A unit that splits K: the schedule's fixup reduces the splits; the last split to arrive runs the epilogue.
       if (!sched.fixup(acc[0], u, prm, row0, consumer, thread, last_flag)) continue;
-      const auto& tile_epi = detail::epilogue_for(epi, u);
-      detail::warpgroup_epilogue<cfg::consumer_n>(tile_epi, acc[0], has_rows, row0, col0);
-      if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);
+      if constexpr (staged) {  // a dense launch: the unit's rows are D's
+        unsigned char* buffer = ring.a + detail::staging_offset(detail::ring_end<cfg>) + consumer * detail::staging_buffer_bytes;
+        detail::staged_fragment_store<cfg::consumer_n>(epi.map, acc[0], row0, col0, buffer, thread, consumer);
+      } else {
+        const auto& tile_epi = detail::epilogue_for(epi, u);
+        detail::warpgroup_epilogue<cfg::consumer_n>(tile_epi, acc[0], has_rows, row0, col0);
+        if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);
+      }
     }
+    if constexpr (staged) detail::staged_stores_read(thread);
     if constexpr (helper_pads) {
       if (!active) {
         // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
@@ -117,7 +125,6 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 #endif
 }
 
-namespace detail {
 /// The ping-pong kernel's body, shared by gemm_pingpong_kernel and gemm_pingpong_staged_kernel;
 /// compiled for any other target it traps.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN>
@@ -134,7 +141,7 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
                 "writes no padding beyond its tiles (use gemm_kernel, which does)");
   constexpr int stages = cfg::stages;
   constexpr bool staged = detail::is_staged<Epilogue>;
-  static_assert(!staged || detail::pingpong_smem_bytes<cfg, staged> <= max_smem_per_cta,
+  static_assert(!staged || detail::staged_smem_bytes<cfg, staged> <= max_smem_per_cta,
                 "gemm_pingpong_kernel: the ring and the staging buffers must fit in a CTA's shared memory");
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
@@ -177,8 +184,8 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
       if constexpr (staged) {  // a dense launch: the unit's rows are D's
         unsigned char* buffer = ring.a + detail::staging_offset(detail::ring_end<cfg>) + consumer * detail::staging_buffer_bytes;
-        detail::staged_fragment_store(epi.map, acc[0], row0, col0, buffer, thread, consumer);
-        detail::staged_fragment_store(epi.map, acc[1], row0 + 64, col0, buffer, thread, consumer);
+        detail::staged_fragment_store<block_n>(epi.map, acc[0], row0, col0, buffer, thread, consumer);
+        detail::staged_fragment_store<block_n>(epi.map, acc[1], row0 + 64, col0, buffer, thread, consumer);
       } else {
         const auto& tile_epi = detail::epilogue_for(epi, u);  // rows of the unit's group
         tile_epi.warpgroup(acc[0], row0, col0);
@@ -194,6 +201,35 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
 #endif
 }
 }  // namespace detail
+
+/// The cooperative kernel (config's consumer warpgroups on one tile: two, or three for 192-row
+/// tiles); `Schedule` (schedule.cuh) picks its work units, `sched_args` its host-side arguments
+/// (last, so that the other parameters keep their offsets whatever it holds).
+/// Cluster = 2: the two CTAs of a cluster take vertically adjacent tiles (same W columns); each
+/// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic (AlongN:
+/// horizontally adjacent tiles sharing the X tile; 192-row tiles only along N). A ring slot is
+/// refilled only when the consumers of both CTAs have released it. No K split with clusters.
+/// A staged BF16 store (staged_store.cuh) runs as gemm_staged_kernel instead: the same body with
+/// the epilogue as a __grid_constant__ parameter.
+template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
+__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
+                typename Schedule::arguments sched_args) {
+  static_assert(!detail::is_staged<Epilogue>, "gemm_kernel: a staged store needs its tensor map in parameter space: use gemm_staged_kernel");
+  detail::cooperative_body<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
+}
+
+/// The cooperative kernel with a staged store (staged_store.cuh; 128-row tiles): `epi` (a
+/// staged_bf16_store) is a __grid_constant__ parameter, so that TMA reads its tensor map in
+/// parameter space. Each consumer warpgroup stores its 64-row fragment box by box after the
+/// mainloop (and the K split's fixup); the producer meanwhile fills the ring for the next tile.
+template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
+__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
+    gemm_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
+                       const __grid_constant__ Epilogue epi, typename Schedule::arguments sched_args) {
+  static_assert(detail::is_staged<Epilogue>, "gemm_staged_kernel: a staged epilogue (staged_bf16_store)");
+  detail::cooperative_body<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>(tma_x, tma_w, prm, epi, sched_args);
+}
 
 /// The ping-pong schedule for large M: each consumer warpgroup owns a whole 128 x 128 tile (two
 /// wgmma m64n128k16 per 16 columns of K, eight per K step; 128 accumulators per thread) and the

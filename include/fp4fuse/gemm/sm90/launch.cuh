@@ -67,6 +67,8 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
       return &gemm_pingpong_staged_kernel<Cluster, Shape::in_flight, Schedule, Epilogue, AlongN>;
     } else if constexpr (Pingpong) {
       return &gemm_pingpong_kernel<Cluster, Shape::in_flight, Schedule, Epilogue, AlongN>;
+    } else if constexpr (detail::is_staged<Epilogue>) {
+      return &gemm_staged_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>;
     } else {
       return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>;
     }
@@ -77,7 +79,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   cluster_dims.val.clusterDim.x = Cluster;
   cluster_dims.val.clusterDim.y = 1;
   cluster_dims.val.clusterDim.z = 1;
-  constexpr std::size_t smem_bytes = Pingpong ? detail::pingpong_smem_bytes<cfg, detail::is_staged<Epilogue>> : cfg::smem_bytes;
+  constexpr std::size_t smem_bytes = detail::staged_smem_bytes<cfg, detail::is_staged<Epilogue>>;
   launch.blockDim = dim3(cfg::threads);
   launch.dynamicSmemBytes = smem_bytes;
   launch.stream = stream;
@@ -149,7 +151,13 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms);
+  // A plain BF16 store of 128-row tiles (ping-pong or cooperative) is staged through shared memory
+  // and TMA where TMA can address D (staged_store.cuh); the plan knows (plan.cuh).
+  constexpr bool plain_store = std::is_same_v<Epilogue, fp4fuse::gemm::store_bf16<fp4fuse::no_bias>>;
+  detail::staged_bf16_store staged{};
+  bool stageable = false;
+  if constexpr (plain_store) stageable = detail::stage_store(epi, staged);
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, stageable);
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
@@ -159,15 +167,11 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   const int u = lp.units;
   const dense_schedule::arguments dense{};
   const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
-  // The ping-pong stages a plain BF16 store through shared memory and TMA (staged_store.cuh).
-  constexpr bool plain_store = std::is_same_v<Epilogue, fp4fuse::gemm::store_bf16<fp4fuse::no_bias>>;
-  detail::staged_bf16_store staged{};
-  bool use_staged = false;
-  if constexpr (plain_store) use_staged = lp.pingpong == 1 && detail::stage_store(epi, staged);
+  const bool use_staged = stageable && lp.block_m == 128;
   const auto run = [&] {
     return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (Shape::pingpong && plain_store) {
+      if constexpr (Shape::m == 128 && plain_store) {
         if (use_staged) return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, staged, stream);
       }
       return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
