@@ -7,7 +7,12 @@
 #include "../../examples/l1_gemm/reference.hpp"
 #include "../kernels/kernel_test_support.cuh"
 
+#include <unistd.h>  // dup, dup2: the launcher's verbose line read back
+
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 using namespace fp4fuse_test;
 using act_t = fp4fuse::activation::swiglu;
@@ -53,7 +58,7 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
         // The staged store changes only the choice of the ping-pong for the cooperative tile.
         const fp4fuse::gemm::sm90::launch_plan unstaged = plan(T, N, H, sms);
         if (staged && p.pingpong != unstaged.pingpong) {
-          CHECK((unstaged.pingpong == 1 && H >= 4096 && p.block_m == 128 && p.splits == 1));
+          CHECK((unstaged.pingpong == 1 && H >= 4096 && p.block_m == 128 && p.block_n == 256 && p.splits == 1));
         } else if (staged) {
           CHECK((p.block_n == unstaged.block_n && p.splits == unstaged.splits && p.block_m == unstaged.block_m));
         }
@@ -185,6 +190,62 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   CHECK(dense_swiglu({nullptr, 64, 32, 32}) == status::null_pointer);
   CHECK(dense_swiglu({o + 1, 64, 32, 32}) == status::misaligned_pointer);
   CHECK(dense_swiglu({o, 64, 32, 33}) == status::bad_leading_dimension);
+  // A column bias with columns needs its data (a null one faulted in the kernel before gemm()
+  // checked it); an empty one needs nothing. The biased epilogues' `check` is called directly:
+  // through gemm() each would instantiate every kernel of both engines for its type (gemm() calls
+  // `check` for every epilogue that has one, as the calls above show).
+  const auto refusal_of = [](const auto& epilogue) {
+    fp4fuse::argument_checker c("fp4fuse::gemm::gemm");
+    epilogue.check(c);
+    return c.outcome();
+  };
+  const float* bias_data = static_cast<const float*>(fake(0x700000));
+  const auto biased_store = [&](fp4fuse::column_bias b) { return refusal_of(fp4fuse::gemm::store_bf16{{o, 64, 64, 64}, b}); };
+  CHECK(biased_store({nullptr, 64}).code == status::null_pointer);
+  CHECK(std::strstr(biased_store({nullptr, 64}).message(), "store_bf16.bias.data") != nullptr);
+  CHECK(biased_store({static_cast<const float*>(fake(0x700002)), 64}).code == status::misaligned_pointer);
+  CHECK(biased_store({bias_data, -1}).code == status::bad_shape);
+  CHECK(static_cast<bool>(biased_store({nullptr, 0})));  // no columns: nothing is read
+  CHECK(static_cast<bool>(biased_store({bias_data, 64})));
+  CHECK(refusal_of(fp4fuse::gemm::swiglu_bf16<act_t, fp4fuse::column_bias>{{o, 64, 32, 32}, act_t{}, {nullptr, 64}}).code == status::null_pointer);
+  // The fused NVFP4 epilogue's output, S and bias, each refused with a sentence that names it.
+  using nvfp4_epilogue = fp4fuse::gemm::swiglu_nvfp4<act_t>;
+  using nvfp4_layout = fp4fuse::scale_layout::swizzled_128x4;
+  auto* packed = static_cast<std::uint8_t*>(fake(0x800000));
+  auto* scales = static_cast<std::uint8_t*>(fake(0x900000));
+  const float* S = static_cast<const float*>(fake(0xA00000));
+  const fp4fuse::quantized_matrix<nvfp4_epilogue::format, nvfp4_layout> good_out{packed, 16, scales, nvfp4_layout{64, 2}};
+  const auto fused = [&](fp4fuse::quantized_matrix<nvfp4_epilogue::format, nvfp4_layout> out, const float* s) {
+    return fp4fuse::gemm::gemm(x, x, 64, 64, 64, nvfp4_epilogue{out, s, act_t{}}, fp4fuse::gemm::engine::automatic);
+  };
+  const auto with_packed = [&](std::uint8_t* p, std::int64_t ld) {
+    auto q = good_out;
+    q.packed = p;
+    q.ld_packed = ld;
+    return q;
+  };
+  struct refusal {
+    fp4fuse::result r;
+    status code;
+    const char* names;
+  };
+  auto no_scales = good_out;
+  no_scales.scales = nullptr;
+  for (const refusal& f : {refusal{fused(with_packed(nullptr, 16), S), status::null_pointer, "swiglu_nvfp4.out.packed"},
+                           refusal{fused(with_packed(packed + 4, 16), S), status::misaligned_pointer, "swiglu_nvfp4.out.packed"},
+                           refusal{fused(with_packed(packed, 12), S), status::bad_leading_dimension, "swiglu_nvfp4.out.ld_packed"},
+                           refusal{fused(with_packed(packed, 8), S), status::bad_leading_dimension, "swiglu_nvfp4.out.ld_packed"},
+                           refusal{fused(no_scales, S), status::null_pointer, "swiglu_nvfp4.out.scales"},
+                           refusal{fused(good_out, nullptr), status::null_pointer, "swiglu_nvfp4.global_encode_scale"},
+                           refusal{fused(good_out, static_cast<const float*>(fake(0xA00002))), status::misaligned_pointer,
+                                   "swiglu_nvfp4.global_encode_scale"}}) {
+    INFO(f.r.message());
+    CHECK(f.r.code == f.code);
+    CHECK(std::strstr(f.r.message(), f.names) != nullptr);
+  }
+  using biased_nvfp4 = fp4fuse::gemm::swiglu_nvfp4<act_t, fp4fuse::intermediate::fp32, fp4fuse::recipe::te_exact, fp4fuse::column_bias>;
+  CHECK(refusal_of(biased_nvfp4{good_out, S, act_t{}, {nullptr, 64}}).code == status::null_pointer);
+  CHECK(static_cast<bool>(refusal_of(biased_nvfp4{good_out, S, act_t{}, {bias_data, 64}})));
 }
 
 namespace {
@@ -441,6 +502,32 @@ struct stream_pair {
 
 }  // namespace
 
+namespace {
+
+/// What the sm_90a launcher prints (FP4FUSE_GEMM_VERBOSE, to stderr) while `f` runs: its plan line
+/// for each launch, which names the staged store when the launch staged it.
+template <class F>
+std::string launcher_lines(F&& f) {
+  std::fflush(stderr);
+  const int saved = dup(fileno(stderr));
+  FILE* capture = std::tmpfile();
+  REQUIRE((saved >= 0 && capture != nullptr));
+  REQUIRE(dup2(fileno(capture), fileno(stderr)) >= 0);
+  setenv("FP4FUSE_GEMM_VERBOSE", "1", 1);
+  f();
+  std::fflush(stderr);
+  unsetenv("FP4FUSE_GEMM_VERBOSE");
+  dup2(saved, fileno(stderr));
+  close(saved);
+  std::rewind(capture);
+  std::string text;
+  for (int ch = std::fgetc(capture); ch != EOF; ch = std::fgetc(capture)) text.push_back(static_cast<char>(ch));
+  std::fclose(capture);
+  return text;
+}
+
+}  // namespace
+
 TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
           "[gpu][examples]") {
   if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
@@ -449,7 +536,8 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
   }
   using fp4fuse::gemm::sm90::launch_plan;
   // Every plan that stages: the ping-pong in both cluster sizes and both MMA depths; the cooperative
-  // 128 x 256 (4 boxes per fragment), 128 x 192 (3: odd, so a fragment starts in either slot) and
+  // 128 x 256 (4 boxes per fragment), 128 x 192 (3: odd, so a fragment ends in slot 0 and the next
+  // one's first box waits for every earlier box store) and
   // 128 x 128 in both cluster sizes, and 128 x 256 split 3 (the fixup's sums staged). Each runs with
   // ld = N + 8 (rows 16-byte aligned: the launcher stages, checked by stage_store) and ld = N + 2
   // (4-byte aligned only: the same plan stores directly), both into poisoned memory. Unsplit plans
@@ -479,8 +567,16 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
       const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
       fp4fuse::gemm::sm90::detail::staged_bf16_store staged{};
       CHECK(fp4fuse::gemm::sm90::detail::stage_store(store, staged) == (ld % 8 == 0));
-      REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, store,
-                                                    fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
+      // The launcher's own line says whether it launched a staged kernel: so a regression to the
+      // direct store (the same bytes) fails here.
+      fp4fuse::result launched;
+      const std::string line = launcher_lines([&] {
+        launched = fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, store, fp4fuse::gemm::engine::wgmma, nullptr, &plan);
+      });
+      INFO("launcher: " << line);
+      REQUIRE(static_cast<bool>(launched));
+      CHECK(line.find("sm90 gemm:") != std::string::npos);
+      CHECK((line.find("staged through TMA") != std::string::npos) == (ld % 8 == 0));
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
       const std::vector<unsigned char> got = d.download();
       std::vector<unsigned char> compact(static_cast<std::size_t>(M) * N * 2);

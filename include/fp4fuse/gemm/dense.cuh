@@ -124,7 +124,8 @@ inline engine resolve(engine e) {
 /// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi` (epilogues.cuh), FP32 accumulation in the
 /// order of K. Refusals (a sentence in `message()`, nothing launched or written): null or
 /// misaligned pointers, shapes, an output the epilogue cannot write (its `check`: the BF16
-/// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols), a forced plan
+/// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols; the NVFP4 one's
+/// packed bytes, scales and S; a column bias's data where it has columns), a forced plan
 /// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).

@@ -18,7 +18,7 @@
 // padding), without the arithmetic; the sm_90a GEMM calls it for a 192-row tile's consumer whose
 // rows hold nothing of an expert (the BF16 epilogues write nothing there and have none).
 // Optionally `check(argument_checker&)`, which fp4fuse::gemm::gemm calls on the host before
-// launching: the epilogue's refusals of its own outputs (the BF16 ones: check_bf16_pairs).
+// launching: the epilogue's refusals of its own outputs and bias (all three have one).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 // Each takes the library's bias type (`fp4fuse::no_bias`, the default, or `fp4fuse::column_bias`:
 // an expert's [2I] per-column bias, GPT-OSS) and adds it as the library's fragment adapters do:
@@ -70,14 +70,31 @@ inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix
             static_cast<long long>(out.cols));
 }
 
+/// Refuses (into `c`, on the host, before any launch) a column bias the epilogues cannot read:
+/// count < 0 (status::bad_shape), or count > 0 with data null (null_pointer) or not 4-byte aligned
+/// (misaligned_pointer). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
+inline void check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*) {}
+/// \copydoc check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*)
+inline void check_bias(fp4fuse::argument_checker& c, const fp4fuse::column_bias& bias, const char* name) {
+  c.require(bias.count >= 0, fp4fuse::status::bad_shape, "%s.count = %lld must be >= 0", name, static_cast<long long>(bias.count));
+  if (bias.count <= 0) return;
+  char field[64];
+  std::snprintf(field, sizeof field, "%s.data", name);
+  c.not_null(bias.data, field).aligned(bias.data, 4, field, "floats");
+}
+
 /// Flow 1 (and the plain GEMM): D (+ bias) as BF16 [M, N].
 template <class Bias = fp4fuse::no_bias>
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
 
-  /// The output's refusals (fp4fuse::gemm::gemm calls it before launching): check_bf16_pairs.
-  void check(fp4fuse::argument_checker& c) const { check_bf16_pairs(c, out, "store_bf16.out"); }
+  /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
+  /// check_bf16_pairs, check_bias.
+  void check(fp4fuse::argument_checker& c) const {
+    check_bf16_pairs(c, out, "store_bf16.out");
+    check_bias(c, bias, "store_bf16.bias");
+  }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
@@ -121,8 +138,12 @@ struct swiglu_bf16 {
   Activation act;                           ///< the activation of gate (fp4fuse::activation)
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
 
-  /// The output's refusals (fp4fuse::gemm::gemm calls it before launching): check_bf16_pairs.
-  void check(fp4fuse::argument_checker& c) const { check_bf16_pairs(c, out, "swiglu_bf16.out"); }
+  /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
+  /// check_bf16_pairs, check_bias.
+  void check(fp4fuse::argument_checker& c) const {
+    check_bf16_pairs(c, out, "swiglu_bf16.out");
+    check_bias(c, bias, "swiglu_bf16.bias");
+  }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
@@ -184,6 +205,16 @@ struct swiglu_nvfp4 {
   template <int Registers>
   __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
+  }
+  /// The refusals of its output, global encode scale and bias (fp4fuse::gemm::gemm calls it before
+  /// launching): `argument_checker::quantized` (packed and scales non-null, packed 8-byte aligned,
+  /// ld_packed a multiple of 8 and >= cols / 2, scale columns > 0), S non-null and 4-byte aligned,
+  /// check_bias.
+  void check(fp4fuse::argument_checker& c) const {
+    c.quantized(out, "swiglu_nvfp4.out");
+    c.not_null(global_encode_scale, "swiglu_nvfp4.global_encode_scale (S, device memory)")
+        .aligned(global_encode_scale, 4, "swiglu_nvfp4.global_encode_scale", "a float");
+    check_bias(c, bias, "swiglu_nvfp4.bias");
   }
   /// The library's description of this epilogue, its codec built from the global encode scale.
   __device__ __forceinline__ operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act, gate_up{}, bias}; }

@@ -117,9 +117,9 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s: %d units on %u CTAs (%d clusters resident)\n",
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s%s: %d units on %u CTAs (%d clusters resident)\n",
                  prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, AlongN ? " along N" : "",
-                 units, launch.gridDim.x, resident);
+                 detail::is_staged<Epilogue> ? ", BF16 store staged through TMA" : "", units, launch.gridDim.x, resident);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
@@ -127,12 +127,18 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
 }
 
 namespace detail {
-/// The staged form of a plain BF16 store (staged_store.cuh) where TMA can address its output (16-byte
-/// aligned rows: TMA's rule for a tensor's base and row stride), in `staged`; false otherwise (the
-/// store stays direct).
-inline bool stage_store(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi, staged_bf16_store& staged) {
+/// True where TMA can address a plain BF16 store's output (16-byte aligned rows: TMA's rule for a
+/// tensor's base and row stride), so that the kernels of 128-row tiles can stage it.
+inline bool stageable(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi) {
   const auto& d = epi.out;
-  if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0 || (d.ld * 2) % 16 != 0) return false;
+  return reinterpret_cast<std::uintptr_t>(d.data) % 16 == 0 && (d.ld * 2) % 16 == 0;
+}
+/// The staged form of a plain BF16 store (staged_store.cuh) where it is `stageable`, in `staged`;
+/// false otherwise (the store stays direct).
+inline bool stage_store(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi, staged_bf16_store& staged) {
+  static_assert(block_k == 64, "stage_store: D's tensor map takes the operands' 64-column box, which staged_fragment_store writes");
+  const auto& d = epi.out;
+  if (!stageable(epi)) return false;
   return make_tensor_map(&staged.map, d.data, static_cast<std::uint64_t>(d.cols), static_cast<std::uint64_t>(d.rows), 64,
                          static_cast<std::uint64_t>(d.ld)) == cudaSuccess;
 }
@@ -154,9 +160,8 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   // A plain BF16 store of 128-row tiles (ping-pong or cooperative) is staged through shared memory
   // and TMA where TMA can address D (staged_store.cuh); the plan knows (plan.cuh).
   constexpr bool plain_store = std::is_same_v<Epilogue, fp4fuse::gemm::store_bf16<fp4fuse::no_bias>>;
-  detail::staged_bf16_store staged{};
   bool stageable = false;
-  if constexpr (plain_store) stageable = detail::stage_store(epi, staged);
+  if constexpr (plain_store) stageable = detail::stageable(epi);
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, stageable);
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
@@ -167,7 +172,9 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   const int u = lp.units;
   const dense_schedule::arguments dense{};
   const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
-  const bool use_staged = stageable && lp.block_m == 128;
+  detail::staged_bf16_store staged{};
+  bool use_staged = false;  // the tensor map encoded only for a plan that stages
+  if constexpr (plain_store) use_staged = stageable && lp.block_m == 128 && detail::stage_store(epi, staged);
   const auto run = [&] {
     return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
       using Shape = decltype(shape);

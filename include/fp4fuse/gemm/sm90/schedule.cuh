@@ -15,7 +15,9 @@
 //                  run by all Cfg::threads threads of the CTA at kernel start, before the ring's barriers
 //                  are initialised and the warpgroups take their roles: it may read device
 //                  memory, use static __shared__ storage (the ring leaves 227 KiB -
-//                  Cfg::smem_bytes) and __syncthreads(). `splits`: the K split (1 for the
+//                  Cfg::smem_bytes; the staged-store kernels' buffers leave only 1 KiB of it,
+//                  and the dense schedule, the only one they run, uses none) and
+//                  __syncthreads(). `splits`: the K split (1 for the
 //                  ping-pong kernel, prm.splits for the cooperative one).
 //     int units, first, stride
 //                  the CTA's units are first, first + stride, ... below units (the ping-pong

@@ -48,7 +48,8 @@ struct workspace {
   std::size_t counter_count = 0;    ///< counters at `counters`
 
   /// What a launch of plan `lp` on an M x N x K problem needs, both counts 0 where it does not
-  /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count);
+  /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count,
+  /// whether it stages the store: that changes no split);
   /// its split is clamped to K's blocks as `launch` clamps it.
   static workspace_size size_for(const launch_plan& lp, int M, int N, int K) {
     const int splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
