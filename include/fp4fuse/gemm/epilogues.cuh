@@ -74,7 +74,8 @@ inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix
 /// count < 0 (status::bad_shape), or count > 0 with data null (null_pointer) or not 4-byte aligned
 /// (misaligned_pointer). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
 inline void check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*) {}
-/// \copydoc check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*)
+/// A column bias: refuses count < 0 (status::bad_shape), and where count > 0 data null
+/// (null_pointer) or not 4-byte aligned (misaligned_pointer).
 inline void check_bias(fp4fuse::argument_checker& c, const fp4fuse::column_bias& bias, const char* name) {
   c.require(bias.count >= 0, fp4fuse::status::bad_shape, "%s.count = %lld must be >= 0", name, static_cast<long long>(bias.count));
   if (bias.count <= 0) return;
