@@ -155,13 +155,13 @@ int main(int argc, char** argv) {
         fp4fuse::gemm::sm90::launch_plan& q = *lp;
         if (force_pingpong >= 0 && q.splits == 1) {
           // --pingpong 0: the cooperative 128 x 256 kernel where the plan chose ping-pong; 1: the ping-pong.
-          q = force_pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 0, 1}
+          q = force_pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 0, 1, 1}
                                   : q.pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{256, 1, 0, 0, 0}
                                                     : q;
         }
         if (force_block_n != 0) q = forced;
         if (force_cluster != 0 && q.splits == 1) q.cluster = force_cluster;
-        if (q.pingpong == 1) q.in_flight = in_flight;
+        if (q.pingpong == 1 && in_flight != 0) q.in_flight = in_flight;
         q.cluster = fp4fuse::gemm::sm90::cluster_for(q, T);
       }
       const bool wgmma = engine == fp4fuse::gemm::engine::wgmma;

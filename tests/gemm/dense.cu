@@ -69,6 +69,7 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
         CHECK(p.units == tiles * p.splits);
         if (p.pingpong == 1) {
           CHECK(p.splits == 1);
+          CHECK(p.in_flight == 1);  // one K step of MMAs in flight (bench/results/engine8.md, call G)
           CHECK((p.block_m == 128 && p.block_n == 128));
           CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
         }

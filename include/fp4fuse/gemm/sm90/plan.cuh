@@ -161,7 +161,9 @@ struct launch_plan {
 /// (about 2 steps plus 1.5 per split, the last split reading every split's fragment back). Then,
 /// with two or more 128 x 128 tiles per SM, the ping-pong schedule, which hides each tile's
 /// epilogue behind the other consumer's mainloop (bench/HISTORY.md, third session: for every epilogue once the
-/// mainloop's issue was cut to 70 instructions per K step, with two K steps of MMAs in flight).
+/// mainloop's issue was cut to 70 instructions per K step), with one K step of MMAs in flight (0.98-0.99x
+/// the time of two at T >= 4096 for the staged BF16 store, within 1% for the fused epilogue,
+/// bench/results/engine8.md call G; two in the grouped GEMM, not measured there).
 /// Except, for a plain BF16 store staged through TMA (`staged_store`: the launcher passes whether
 /// it stages, launch.cuh), with a long reduction (K >= 4096): a cooperative 128 x 256 plan stays
 /// (not 128 x 192 or 128 x 128: measured slower than the ping-pong, or untried). Staged,
@@ -197,7 +199,7 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false)
   }
   const int tiles128 = cuda::ceil_div(M, block_m) * cuda::ceil_div(N, 128);
   const bool keep_cooperative = staged_store && K >= 4096 && best.block_n == 256;  // measured for 128 x 256 only
-  if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms && !keep_cooperative) best = {128, 1, tiles128, 0, 1, 2};
+  if (best.block_m == 128 && best.splits == 1 && tiles128 >= 2 * sms && !keep_cooperative) best = {128, 1, tiles128, 0, 1, 1};
   // Decode: where 64-row tiles need a K split to fill the chip but 64 x 32 tiles fill most of one
   // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
   // workspace round trip (bench/HISTORY.md, fourth session: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
