@@ -45,7 +45,6 @@ struct row {
   double enqueue_cublas, enqueue_ours;
   fp4fuse::gemm::sm90::launch_plan plan;       ///< flows 2 and 3 (BF16 SwiGLU, fused NVFP4)
   fp4fuse::gemm::sm90::launch_plan plan_bf16;  ///< the plain BF16 store (ours, flow 1), which the kernels stage through TMA
-
 };
 
 }  // namespace

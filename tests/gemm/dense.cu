@@ -562,8 +562,13 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
     device_buffer x(xh.size() * 2), w(wh.size() * 2);
     x.upload(xh.data(), xh.size() * 2);
     w.upload(wh.data(), wh.size() * 2);
-    // Runs `plan` into poisoned [M, ld]: D's bytes as [M, N]; counts the bytes written beyond column N.
-    const auto run = [&](const launch_plan& plan, int ld, std::size_t& outside, bool& guard) {
+    // Runs `plan` into poisoned [M, ld]: D's bytes as [M, N], the bytes written beyond column N, the guard.
+    struct written {
+      std::vector<unsigned char> d;
+      std::size_t outside = 0;
+      bool guard = false;
+    };
+    const auto run = [&](const launch_plan& plan, int ld) {
       device_buffer d(static_cast<std::size_t>(M) * ld * 2);
       const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
       fp4fuse::gemm::sm90::detail::staged_bf16_store staged{};
@@ -580,38 +585,35 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
       CHECK((line.find("staged through TMA") != std::string::npos) == (ld % 8 == 0));
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
       const std::vector<unsigned char> got = d.download();
-      std::vector<unsigned char> compact(static_cast<std::size_t>(M) * N * 2);
-      outside = 0;
+      written out{std::vector<unsigned char>(static_cast<std::size_t>(M) * N * 2)};
       for (int r = 0; r < M; ++r) {
         for (int c = 0; c < ld; ++c) {
           const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
           if (c < N) {
-            std::memcpy(&compact[(static_cast<std::size_t>(r) * N + c) * 2], &got[at], 2);
+            std::memcpy(&out.d[(static_cast<std::size_t>(r) * N + c) * 2], &got[at], 2);
           } else {
-            outside += got[at] != poison || got[at + 1] != poison;
+            out.outside += got[at] != poison || got[at + 1] != poison;
           }
         }
       }
-      guard = d.guard_intact();
-      return compact;
+      out.guard = d.guard_intact();
+      return out;
     };
-    std::size_t outside = 0;
-    bool guard = false;
     INFO("M=" << M << " N=" << N << " K=" << K);
-    const std::vector<unsigned char> reference = run(reference_plan, N + 2, outside, guard);
+    const std::vector<unsigned char> reference = run(reference_plan, N + 2).d;
     for (const launch_plan& plan : plans) {
       INFO("plan " << plan.block_m << " x " << plan.block_n << (plan.pingpong == 1 ? " ping-pong" : " cooperative") << " split "
                    << plan.splits << " cluster " << plan.cluster << " in flight " << plan.in_flight);
-      const std::vector<unsigned char> direct = run(plan, N + 2, outside, guard);
-      CHECK(outside == 0);
-      CHECK(guard);
-      const std::vector<unsigned char> staged = run(plan, N + 8, outside, guard);
-      CHECK(outside == 0);
-      CHECK(guard);
+      const written direct = run(plan, N + 2);
+      CHECK(direct.outside == 0);
+      CHECK(direct.guard);
+      const written staged = run(plan, N + 8);
+      CHECK(staged.outside == 0);
+      CHECK(staged.guard);
       std::size_t differ = 0, differ_reference = 0;
-      for (std::size_t i = 0; i < staged.size(); ++i) {
-        differ += staged[i] != direct[i];
-        differ_reference += staged[i] != reference[i];
+      for (std::size_t i = 0; i < staged.d.size(); ++i) {
+        differ += staged.d[i] != direct.d[i];
+        differ_reference += staged.d[i] != reference[i];
       }
       CHECK(differ == 0);
       if (plan.splits == 1) CHECK(differ_reference == 0);

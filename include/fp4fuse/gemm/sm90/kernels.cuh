@@ -37,8 +37,6 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
   constexpr bool staged = detail::is_staged<Epilogue>;
   static_assert(!staged || (BlockM == 128 && !cfg::consumers_split_n),
                 "gemm_staged_kernel: the staged store takes 128-row tiles (each consumer warpgroup stores 64 whole rows)");
-  static_assert(!staged || detail::staged_smem_bytes<cfg, staged> <= max_smem_per_cta,
-                "gemm_staged_kernel: the ring and the staging buffers must fit in a CTA's shared memory");
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
@@ -72,7 +70,7 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
-    constexpr bool helper_pads = !staged && cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
+    constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
     for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
       float acc[1][registers];
@@ -96,7 +94,7 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
       // A unit that splits K: the schedule's fixup reduces the splits; the last split to arrive runs the epilogue.
       if (!sched.fixup(acc[0], u, prm, row0, consumer, thread, last_flag)) continue;
       if constexpr (staged) {  // a dense launch: the unit's rows are D's
-        unsigned char* buffer = ring.a + detail::staging_offset(detail::ring_end<cfg>) + consumer * detail::staging_buffer_bytes;
+        unsigned char* buffer = detail::staging_buffer(ring, consumer);
         detail::staged_fragment_store<cfg::consumer_n>(epi.map, acc[0], row0, col0, buffer, thread, consumer);
       } else {
         const auto& tile_epi = detail::epilogue_for(epi, u);
@@ -104,7 +102,9 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
         if constexpr (!helper_pads) detail::pad_beyond_tile<cfg, Cluster, AlongN>(tile_epi, u, prm, row0, col0);
       }
     }
-    if constexpr (staged) detail::staged_stores_read(thread);
+    if constexpr (staged) {
+      if (thread == 0) fp4fuse::wait_staged_stores();  // the staging must outlive TMA's last read
+    }
     if constexpr (helper_pads) {
       if (!active) {
         // The idle consumer writes the padding beyond every unit's tile (split 0 stands for its tile).
@@ -141,8 +141,6 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
                 "writes no padding beyond its tiles (use gemm_kernel, which does)");
   constexpr int stages = cfg::stages;
   constexpr bool staged = detail::is_staged<Epilogue>;
-  static_assert(!staged || detail::staged_smem_bytes<cfg, staged> <= max_smem_per_cta,
-                "gemm_pingpong_kernel: the ring and the staging buffers must fit in a CTA's shared memory");
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
@@ -183,7 +181,7 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
       mma.drain(ring, acc, k_iters, cursor);
       const index_t row0 = static_cast<index_t>(u.m_blk) * block_m, col0 = static_cast<index_t>(u.n_blk) * block_n;
       if constexpr (staged) {  // a dense launch: the unit's rows are D's
-        unsigned char* buffer = ring.a + detail::staging_offset(detail::ring_end<cfg>) + consumer * detail::staging_buffer_bytes;
+        unsigned char* buffer = detail::staging_buffer(ring, consumer);
         detail::staged_fragment_store<block_n>(epi.map, acc[0], row0, col0, buffer, thread, consumer);
         detail::staged_fragment_store<block_n>(epi.map, acc[1], row0 + 64, col0, buffer, thread, consumer);
       } else {
@@ -192,7 +190,9 @@ __device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CU
         tile_epi.warpgroup(acc[1], row0 + 64, col0);
       }
     }
-    if constexpr (staged) detail::staged_stores_read(thread);
+    if constexpr (staged) {
+      if (thread == 0) fp4fuse::wait_staged_stores();  // the staging must outlive TMA's last read
+    }
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else

@@ -19,9 +19,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fp4fuse/epilogue/bulk_store.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/ptx.cuh"
+#include "fp4fuse/gemm/sm90/ring.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 namespace detail {
@@ -54,6 +56,14 @@ inline constexpr std::size_t ring_end = Cfg::smem_bytes - 1024;
 template <class Cfg, bool Staged>
 inline constexpr std::size_t staged_smem_bytes = Staged ? 1024 + staging_offset(ring_end<Cfg>) + 2 * staging_buffer_bytes : Cfg::smem_bytes;
 
+/// Consumer warpgroup `consumer`'s staging buffer (staging_buffer_bytes, 1024-byte aligned) in a
+/// kernel whose ring is `r`: the buffers follow the ring at staging_offset.
+template <class Cfg>
+__device__ __forceinline__ unsigned char* staging_buffer(const ring<Cfg>& r, int consumer) {
+  static_assert(staged_smem_bytes<Cfg, true> <= max_smem_per_cta, "staging_buffer: the ring and the staging buffers must fit in a CTA's shared memory");
+  return r.a + staging_offset(ring_end<Cfg>) + consumer * staging_buffer_bytes;
+}
+
 /// Two floats as the BF16 pair a 4-byte store writes (the first at the lower address), rounded to
 /// nearest even as store_bf16 rounds them.
 __device__ __forceinline__ std::uint32_t bf16_pair(float lo, float hi) {
@@ -71,7 +81,8 @@ __device__ __forceinline__ std::uint32_t bf16_pair(float lo, float hi) {
 /// odd count of boxes, its first box waits for all, the previous fragment having ended in slot
 /// 0), the warpgroup writes the box with stmatrix in TMA's 128-byte
 /// swizzle and fences it for the async proxy, and thread 0 issues its TMA store (rows and columns
-/// beyond D are clipped by TMA) as one bulk group.
+/// beyond D are clipped by TMA) as one bulk group. Before the kernel ends thread 0 waits for the
+/// last box's read (`fp4fuse::wait_staged_stores`): the buffer must outlive it.
 template <int Columns>
 __device__ __forceinline__ void staged_fragment_store(const CUtensorMap& map, const float (&acc)[Columns / 2], index_t row0, index_t col0,
                                                       unsigned char* buffer, int thread, int consumer) {
@@ -87,7 +98,7 @@ __device__ __forceinline__ void staged_fragment_store(const CUtensorMap& map, co
     if (thread == 0) {
       // An odd count of boxes ends the previous fragment in slot 0: its first box waits for all.
       if (box == 0 && boxes % 2 == 1) {
-        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+        fp4fuse::wait_staged_stores();
       } else {
         cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
       }
@@ -101,20 +112,14 @@ __device__ __forceinline__ void staged_fragment_store(const CUtensorMap& map, co
       const int chunk = 2 * pair + (matrix >> 1);  // 16-byte column group 0..7 of the box's row
       stmatrix_x4(slot + static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row & 7)) << 4)), r);
     }
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    fp4fuse::detail::bulk_store_fence();
     warpgroup_sync(consumer);
     if (thread == 0) {
       const std::int32_t coords[2] = {static_cast<std::int32_t>(col0 + 64 * box), static_cast<std::int32_t>(row0)};
       cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &map, coords, buffer + (box % 2) * staging_box_bytes);
-      cuda::ptx::cp_async_bulk_commit_group();
+      fp4fuse::detail::bulk_store_commit();
     }
   }
-}
-
-/// Waits (thread 0 of a consumer) until TMA has read its last staged box: the buffer must outlive
-/// that read, so before the kernel ends (the global writes complete with the grid).
-__device__ __forceinline__ void staged_stores_read(int thread) {
-  if (thread == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
 }
 
 }  // namespace detail
