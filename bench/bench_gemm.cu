@@ -1,5 +1,5 @@
 // The L1 GEMM against cuBLAS: for DeepSeek-V3 (H = 7168, 2I = 4096) and GPT-OSS (H = 2880,
-// 2I = 5760), T in {64, 512, 4096, 16384}: cuBLASLt's BF16 GEMM (the fastest of its heuristic's
+// 2I = 5760), T in {8, 64, 512, 4096, 16384}: cuBLASLt's BF16 GEMM (the fastest of its heuristic's
 // algorithms, chosen in this run), our GEMM with BF16 output, and the three flows of the example
 // end to end (flows 1 and 2 include their standalone kernel). Median time (L2 flushed before
 // every run) and TFLOP/s, ratios to cuBLAS from the same run, and for each shape the time to
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     int H, I;
   };
   const model models[] = {{"DeepSeek-V3", 7168, 2048}, {"GPT-OSS", 2880, 2880}};
-  const int tokens[] = {64, 512, 4096, 16384};
+  const int tokens[] = {8, 64, 512, 4096, 16384};
   std::vector<row> rows;
   for (const model& m : models) {
     if (profile_model >= 0 && &m != &models[profile_model]) continue;

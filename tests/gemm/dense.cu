@@ -102,6 +102,27 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
 }
 
+TEST_CASE("sm90 engine: X's TMA box stops at M only for a lone 64-row tile without a cluster", "[examples]") {
+  using fp4fuse::gemm::sm90::config;
+  using fp4fuse::gemm::sm90::x_box_rows;
+  for (int M : {1, 8, 37, 63}) {
+    INFO("M=" << M);
+    CHECK(x_box_rows<config<64, 64>, 1>(M) == M);
+    CHECK(x_box_rows<config<32, 64>, 1>(M) == M);
+    CHECK(x_box_rows<config<256, 64>, 1>(M) == M);
+    CHECK(x_box_rows<config<64, 64>, 2>(M) == 64);  // a cluster along M: its peer's rows lie beyond M
+    CHECK(x_box_rows<config<256>, 1>(M) == 128);  // 128- and 192-row tiles keep their box
+    CHECK(x_box_rows<config<128, 192>, 2>(M) == 192);
+  }
+  for (int M : {64, 65, 100, 4096}) {
+    INFO("M=" << M);
+    CHECK(x_box_rows<config<64, 64>, 1>(M) == 64);
+  }
+  static_assert(fp4fuse::gemm::sm90::x_box_may_be_short<config<64, 64>, 1>);
+  static_assert(!fp4fuse::gemm::sm90::x_box_may_be_short<config<64, 64>, 2>);
+  static_assert(!fp4fuse::gemm::sm90::x_box_may_be_short<config<128>, 1>);
+}
+
 TEST_CASE("L1 example: the sm_90a split-K workspace sizes", "[examples]") {
   using fp4fuse::gemm::sm90::workspace;
   const fp4fuse::gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
@@ -617,6 +638,60 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
       }
       CHECK(differ == 0);
       if (plan.splits == 1) CHECK(differ_reference == 0);
+    }
+  }
+}
+
+TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only those rows and computes exact zeros beyond them",
+          "[gpu][examples]") {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
+    WARN("no sm_90 device with an sm_90a image: the short X box is not exercised");
+    return;
+  }
+  using fp4fuse::gemm::sm90::launch_plan;
+  // X's box stops at M (x_box_rows) and the kernel zeroes the ring's rows beyond once, where TMA's
+  // out-of-bounds fill used to put them. The rows beyond M are invisible through gemm() (every
+  // epilogue bounds-checks them), so this calls the launcher with an output view of 64 rows over a
+  // GEMM of M: the BF16 store then writes the whole tile, and rows M .. 63 must be zeros, not poison
+  // and not whatever a previous kernel left in shared memory (each shape first runs the same plan
+  // over 64 rows of random X, so the ring holds nonzero rows). Rows below M must be the bytes
+  // gemm() writes. Every 64-row plan: 64 x 32 (one consumer), 64 x 64, 64 x 128, 64 x 256, and
+  // 64 x 128 split 3 (the fixup). K = 2880 makes several passes of every ring (the zeroed rows must
+  // outlive them); N = 200 and K = 72 end inside tiles.
+  const launch_plan plans[] = {{32, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 1, 0, 0, 64}, {256, 1, 0, 1, 0, 0, 64},
+                               {128, 3, 0, 1, 0, 0, 64}};
+  const int rows[] = {1, 8, 37, 63};
+  const int shapes[][2] = {{5760, 2880}, {200, 72}};
+  for (const auto& shape : shapes) {
+    const int N = shape[0], K = shape[1];
+    const std::string salt = "short x box " + std::to_string(N) + " " + std::to_string(K);
+    split_problem p(64, N, K, 1, salt.c_str());  // X [64, K], W [N, K]
+    const std::size_t tile_bytes = static_cast<std::size_t>(64) * N * 2;
+    for (const launch_plan& plan : plans) {
+      INFO("N=" << N << " K=" << K << " plan 64 x " << plan.block_n << " split " << plan.splits);
+      device_buffer primed(tile_bytes);
+      REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), 64, N, K,
+                                                    fp4fuse::gemm::store_bf16{{primed.as<__nv_bfloat16>(), 64, N, N}},
+                                                    fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
+      for (int M : rows) {
+        INFO("M=" << M);
+        device_buffer whole(tile_bytes), want(static_cast<std::size_t>(M) * N * 2);
+        REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::launch(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), M, N, K,
+                                                              fp4fuse::gemm::store_bf16{{whole.as<__nv_bfloat16>(), 64, N, N}}, nullptr,
+                                                              &plan)));
+        REQUIRE(static_cast<bool>(fp4fuse::gemm::gemm(p.x.as<__nv_bfloat16>(), p.w.as<__nv_bfloat16>(), M, N, K,
+                                                      fp4fuse::gemm::store_bf16{{want.as<__nv_bfloat16>(), M, N, N}},
+                                                      fp4fuse::gemm::engine::wgmma, nullptr, &plan)));
+        FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+        const std::vector<unsigned char> got = whole.download(), expected = want.download();
+        const std::size_t below = static_cast<std::size_t>(M) * N * 2;
+        CHECK(std::equal(expected.begin(), expected.end(), got.begin()));
+        std::size_t nonzero = 0;
+        for (std::size_t i = below; i < got.size(); i += 2) nonzero += (got[i] | (got[i + 1] & 0x7f)) != 0;  // +0 or -0
+        CHECK(nonzero == 0);
+        CHECK(whole.guard_intact());
+        CHECK(want.guard_intact());
+      }
     }
   }
 }

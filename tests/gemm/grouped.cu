@@ -441,6 +441,13 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
                             "uniform top-4 of 16");
   check_fused<offset_bound>(moe::route(300, 16, 4, moe::routing::skewed, g()), 512, 128, false, true, planned, fp4fuse::activation::swiglu{},
                             "skewed top-4 of 16");
+  // Fewer routed rows (with the slack, X's rows) than a 64-row tile: X's box stops at X's rows
+  // (x_box_rows), the ring's rows beyond are zeroed, and the experts after the first read rows past
+  // X's end from their offset on (TMA's fill).
+  check_fused<offset_bound>({0, 3, 17, 0, 9}, 256, 80, false, false, grouped_plan{64, 256, 1, false}, fp4fuse::activation::swiglu{},
+                            "29 routed rows, 64 x 256 tiles");
+  check_fused<padded_prefix_sum>({5, 0, 1, 20}, 2880, 2880, true, true, grouped_plan{64, 128, 1, false}, fp4fuse::activation::swiglu_clamped{},
+                                 "26 routed rows of GPT-OSS experts, 64 x 128 tiles");
   // DeepSeek-V3's and GPT-OSS's expert shapes (fewer experts), each with its activation.
   check_fused<offset_bound>(moe::route(40, 6, 2, moe::routing::uniform, g()), 7168, 2048, false, false, grouped_plan{64, 256, 1, false},
                             fp4fuse::activation::swiglu{}, "DeepSeek-V3 experts");

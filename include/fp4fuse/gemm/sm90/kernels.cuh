@@ -48,13 +48,22 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
     detail::prefetch_tensor_map(tma_w);
     detail::prefetch_epilogue(epi);
   }
+  // A lone 64-row tile over fewer rows of X (decode): X's box stops at M (x_box_rows), and the
+  // consumers zero the ring's rows beyond while the producer's first loads are in flight.
+  const int x_rows = x_box_rows<cfg, Cluster>(prm.M);
   detail::init_ring<cfg, Cluster>(ring, cfg::consumers * Cluster);  // empty: each consumer warpgroup of the cluster
 
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<cfg::producer_registers>();
-    if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
+    if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched, static_cast<std::uint32_t>(x_rows) * 128);
   } else {
     detail::setmaxnreg_inc<cfg::consumer_registers>();
+    if constexpr (x_box_may_be_short<cfg, Cluster>) {
+      if (x_rows < cfg::rows) {  // before any MMA of any consumer
+        detail::zero_rows_beyond(ring, x_rows, static_cast<int>(threadIdx.x) - 128, cfg::threads - 128);
+        detail::consumers_sync<cfg::threads - 128>();
+      }
+    }
     constexpr int registers = cfg::registers;
     // 128- and 192-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
     // c * BlockN / 2 onwards (the same X tile, its half of the W tile); 64 x 32: consumer 0 all.

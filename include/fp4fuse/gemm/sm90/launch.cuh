@@ -106,8 +106,9 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
     resident_per_device[device].store(resident, std::memory_order_relaxed);
   }
   CUtensorMap tma_x{}, tma_w{};
-  // X's box: the tile, or half of it along N; tiles that skip empty fragments load 64-row boxes.
-  const std::uint32_t x_box = cfg::skips_empty_fragments ? 64u : AlongN ? BlockM / Cluster : BlockM;
+  // X's box: the tile, or half of it along N; tiles that skip empty fragments load 64-row boxes; a
+  // lone 64-row tile over fewer rows of X only those (x_box_rows).
+  const std::uint32_t x_box = cfg::skips_empty_fragments ? 64u : AlongN ? BlockM / Cluster : static_cast<std::uint32_t>(x_box_rows<cfg, Cluster>(prm.M));
   err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), x_box);
   if (err == cudaSuccess) {
     // W's rows: N, or for a grouped launch every group's N (w_rows).

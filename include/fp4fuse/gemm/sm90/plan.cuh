@@ -73,6 +73,26 @@ struct config {
   static_assert(stages >= 2, "config: the ring needs at least two stages");
 };
 
+/// Whether X's TMA box may be shorter than the tile for a kernel with tiles of config Cfg in
+/// clusters of Cluster CTAs along M: for a lone 64-row tile (see x_box_rows).
+template <class Cfg, int Cluster>
+inline constexpr bool x_box_may_be_short = Cfg::rows == 64 && Cluster == 1;
+
+/// The rows of X one ring stage's TMA box brings, on an X of M rows: M where a lone 64-row tile is
+/// taller than X (decode, M < 64), else the tile's rows. TMA fills a box's out-of-bounds rows with
+/// zeros, but slowly: a box of 64 rows over 1-32 rows of X cost the decode GEMM 1.3-1.5x its time
+/// at GPT-OSS's shape and 1.5-1.7x at DeepSeek-V3's (bench/results/engine9.md). So the box stops
+/// at M, and the kernel zeroes the ring's rows beyond M once (detail::zero_rows_beyond): the MMAs
+/// read the same zeros as before, and the bits do not change.
+template <class Cfg, int Cluster>
+__host__ __device__ constexpr int x_box_rows(int M) {
+  if constexpr (x_box_may_be_short<Cfg, Cluster>) {
+    return M < 64 ? M : 64;
+  } else {
+    return Cfg::rows;
+  }
+}
+
 /// What a launch computes: the shape, the K split, and the split-K workspace.
 struct params {
   int M;  ///< rows of X and D (a grouped launch: all routed rows)

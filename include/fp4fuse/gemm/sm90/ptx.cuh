@@ -152,6 +152,14 @@ __device__ __forceinline__ void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
+/// Synchronises the `Threads` threads of all consumer warpgroups (named barrier 4: 1 .. 3 are
+/// warpgroup_sync's).
+template <int Threads>
+__device__ __forceinline__ void consumers_sync() {
+  static_assert(Threads % 128 == 0, "consumers_sync: whole warpgroups");
+  asm volatile("bar.sync 4, %0;\n" ::"n"(Threads) : "memory");
+}
+
 /// The low word of the shared-memory matrix descriptor of a K-major operand tile written by TMA
 /// with 128-byte swizzle: start address >> 4 (bits 0-13) and a leading byte offset of 1 (bits
 /// 16-29, unused by this layout); the high word is descriptor_high. Adding 2 (32 bytes >> 4) steps

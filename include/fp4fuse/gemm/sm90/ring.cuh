@@ -45,6 +45,25 @@ __device__ __forceinline__ void cluster_sync() {
   }
 }
 
+/// Thread `thread` of the `threads` that share the work: zeroes the rows from `rows` on of every X
+/// tile of the ring, which a box of `rows` rows (x_box_rows) never writes, so the MMAs read zeros
+/// there as they would from a box filled out of bounds. TMA writes only rows below `rows`, so this
+/// may run while it fills the ring. Rows are whole 128-byte lines under the 128-byte swizzle (it
+/// permutes the 16-byte chunks within a row), so rows [rows, Cfg::rows) of a stage are its bytes
+/// from rows * 128 on. The proxy fence orders each thread's stores before the MMAs' reads (async
+/// proxy); the caller's barrier then orders every thread's before any MMA.
+template <class Cfg>
+__device__ __forceinline__ void zero_rows_beyond(const ring<Cfg>& r, int rows, int thread, int threads) {
+  constexpr int chunks_per_stage = Cfg::a_stage_bytes / 16;
+  const int first = rows * 8;  // 16-byte chunks per 128-byte row
+  const int per_stage = chunks_per_stage - first;
+  for (int i = thread; i < Cfg::stages * per_stage; i += threads) {
+    const int stage = i / per_stage, chunk = first + i % per_stage;
+    *reinterpret_cast<uint4*>(r.a + stage * Cfg::a_stage_bytes + chunk * 16) = make_uint4(0, 0, 0, 0);
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+}
+
 /// Thread 0 initialises the ring's barriers (full: the producer's arrive + the TMA bytes; empty:
 /// `empty_arrivals` per phase); then the CTA, or the cluster, synchronises so that every CTA's
 /// barriers exist before any TMA multicast or remote arrive reaches them.
@@ -68,9 +87,10 @@ __device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empt
 /// along N) load X in 64-row boxes, only those of fragments with rows of the unit's group
 /// (detail::fragments_with_rows), rank r boxes r, r + 2, ..., multicast: both CTAs' units have
 /// the same rows, so the same boxes, and each full barrier expects them all and its W tile.
+/// `x_bytes`: the bytes of X each stage brings, where its box is shorter than the tile (x_box_rows).
 template <class Cfg, int Cluster, bool AlongN = false, class Schedule>
 __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
-                                        const Schedule& sched) {
+                                        const Schedule& sched, std::uint32_t x_bytes = Cfg::a_stage_bytes) {
   using cfg = Cfg;
   constexpr int BlockN = cfg::block_n;
   static_assert(!AlongN || Cluster == 2, "produce: a cluster along N has 2 CTAs");
@@ -82,7 +102,7 @@ __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& t
   for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
     const auto u = sched.at(unit);  // a work_unit (schedule.cuh)
     int x_boxes = 0;                      // skips_empty_fragments: the X boxes each stage brings
-    std::uint32_t tx = cfg::stage_bytes;  // the bytes each stage's full barrier expects
+    std::uint32_t tx = x_bytes + cfg::b_stage_bytes;  // the bytes each stage's full barrier expects
     if constexpr (cfg::skips_empty_fragments) {
       x_boxes = fragments_with_rows<cfg>(u);
       tx = static_cast<std::uint32_t>(x_boxes * box_bytes + cfg::b_stage_bytes);
