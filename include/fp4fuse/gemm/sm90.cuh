@@ -16,7 +16,8 @@
 // choice, a template parameter of both kernels (sm90/schedule.cuh), so that a grouped (MoE) GEMM
 // can reuse them; the dense GEMM's visits tiles M-fastest in groups of 8 M-blocks so that
 // concurrently running CTAs share W tiles in L2. Edges: TMA zero-fills rows beyond M and N and
-// columns beyond K; the epilogues bounds-check.
+// columns beyond K, except that a lone 64-row tile over fewer rows of X (decode) loads only those
+// and zeroes the rest of its ring once (plan.cuh: x_box_rows); the epilogues bounds-check.
 //
 // Small M (decode) cannot fill 132 SMs with 128 x 256 tiles, so the launcher picks the tile shape
 // and a split of K that fill the chip (see `plan`). With K split, each split writes its FP32
