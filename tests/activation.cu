@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <random>
 
 #include "gpu_support.cuh"
@@ -71,6 +73,37 @@ TEST_CASE("activations: close to double-precision formulas", "[activation]") {
   CHECK(std::isnan(fp4fuse::activation::swiglu_clamped{}.apply(NAN, 1.0f)));
   CHECK(fp4fuse::activation::swiglu_clamped{}.apply(100.0f, 100.0f) ==
         fp4fuse::activation::swiglu_clamped{}.apply(7.0f, 7.0f));
+}
+
+TEST_CASE("swiglu: bit-identical to the IEEE formula gate / (1 + exp(-gate)) * up, zero gates included", "[activation]") {
+  // The reference: the formula as written before the zero gate's shortcut (add, division and
+  // product each rounded once). Equal bits, or both NaN.
+  const auto reference = [](float gate, float up) {
+    return fp4fuse::detail::mul_rn(fp4fuse::detail::div_rn(gate, fp4fuse::detail::add_rn(1.0f, fp4fuse::detail::exp_portable(-gate))), up);
+  };
+  const auto same = [](float a, float b) { return (std::isnan(a) && std::isnan(b)) || fp4fuse_test::bits_of(a) == fp4fuse_test::bits_of(b); };
+  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 7.0f, -87.5f, 88.0f, 1e-30f, -1e-30f, 1e-45f, -1e-45f, 3.4e38f, -3.4e38f,
+                            INFINITY, -INFINITY, NAN};
+  std::size_t differ = 0, zero_gates = 0;
+  for (float gate : specials) {
+    for (float up : specials) {
+      differ += !same(fp4fuse::activation::swiglu{}.apply(gate, up), reference(gate, up));
+      zero_gates += gate == 0.0f;
+    }
+  }
+  CHECK(zero_gates == 2 * std::size(specials));
+  // Every bit pattern of up with a zero gate of each sign, and random bit patterns of both.
+  auto g = rng("swiglu zero gate");
+  for (std::uint64_t i = 0; i < (1ull << 32); i += 4093) {
+    const float up = fp4fuse_test::float_of(static_cast<std::uint32_t>(i));
+    differ += !same(fp4fuse::activation::swiglu{}.apply(0.0f, up), reference(0.0f, up));
+    differ += !same(fp4fuse::activation::swiglu{}.apply(-0.0f, up), reference(-0.0f, up));
+  }
+  for (int i = 0; i < 2000000; ++i) {
+    const float gate = fp4fuse_test::float_of(static_cast<std::uint32_t>(g())), up = fp4fuse_test::float_of(static_cast<std::uint32_t>(g()));
+    differ += !same(fp4fuse::activation::swiglu{}.apply(gate, up), reference(gate, up));
+  }
+  CHECK(differ == 0);
 }
 
 TEST_CASE("activation [gpu]: device bits equal host bits", "[gpu][activation]") {

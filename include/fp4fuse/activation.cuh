@@ -25,9 +25,14 @@ namespace fp4fuse::activation {
 /// SwiGLU: silu(gate) * up with silu(g) = g / (1 + e^-g) (IEEE division).
 struct swiglu {
   /// (gate / (1 + exp(-gate))) * up; the add, the division and the product each rounded once in
-  /// fp32, exp from the portable implementation (within 2 ulp of exp).
+  /// fp32, exp from the portable implementation (within 2 ulp of exp). A zero gate gives gate * up
+  /// (0 / 2 is that zero) without dividing: on the device a zero dividend takes the IEEE
+  /// division's slow path, which doubled the activation's time (rows of zeros: padding tokens, the
+  /// rows beyond a GEMM's M in its last tile; bench/results/engine9.md).
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
-    return detail::mul_rn(detail::div_rn(gate, detail::add_rn(1.0f, detail::exp_portable(-gate))), up);
+    const bool zero = gate == 0.0f;
+    const float silu = detail::div_rn(zero ? 1.0f : gate, detail::add_rn(1.0f, detail::exp_portable(-gate)));
+    return detail::mul_rn(zero ? gate : silu, up);
   }
 };
 
