@@ -427,6 +427,14 @@ std::vector<fp4fuse::gemm::engine> engines_here() {
   return e;
 }
 
+/// True where the wgmma engine runs (an sm_90 device and this build's sm_90a image); otherwise
+/// warns "no sm_90 device with an sm_90a image: `untested`" and returns false.
+bool wgmma_here(const char* untested) {
+  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) == fp4fuse::gemm::engine::wgmma) return true;
+  WARN("no sm_90 device with an sm_90a image: " << untested);
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[gpu][examples]") {
@@ -440,10 +448,7 @@ TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[g
 }
 
 TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", "[gpu][examples]") {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
-    WARN("no sm_90 device with an sm_90a image: the wgmma plans are not exercised");
-    return;
-  }
+  if (!wgmma_here("the wgmma plans are not exercised")) return;
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
   // split tile (T = 1, 37), several units per CTA (1100 rows).
   // {tile width, K splits, -, CTAs per cluster, ping-pong, K steps in flight, tile rows}: clusters of 2 with an odd number of
@@ -552,10 +557,7 @@ std::string launcher_lines(F&& f) {
 
 TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
           "[gpu][examples]") {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
-    WARN("no sm_90 device with an sm_90a image: the staged store is not exercised");
-    return;
-  }
+  if (!wgmma_here("the staged store is not exercised")) return;
   using fp4fuse::gemm::sm90::launch_plan;
   // Every plan that stages: the ping-pong in both cluster sizes and both MMA depths; the cooperative
   // 128 x 256 (4 boxes per fragment), 128 x 192 (3: odd, so a fragment ends in slot 0 and the next
@@ -644,10 +646,7 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
 
 TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only those rows and computes exact zeros beyond them",
           "[gpu][examples]") {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
-    WARN("no sm_90 device with an sm_90a image: the short X box is not exercised");
-    return;
-  }
+  if (!wgmma_here("the short X box is not exercised")) return;
   using fp4fuse::gemm::sm90::launch_plan;
   // X's box stops at M (x_box_rows) and the kernel zeroes the ring's rows beyond once, where TMA's
   // out-of-bounds fill used to put them. The rows beyond M are invisible through gemm() (every
@@ -697,10 +696,7 @@ TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only th
 }
 
 TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][examples]") {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
-    WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
-    return;
-  }
+  if (!wgmma_here("the split-K workspace is not exercised")) return;
   // Two problems, each split 4 ways (16 and 24 CTAs: both fit on the chip at once), launched in
   // turn on two streams, 50 times each without waiting, each launch into its own output; every
   // output must equal, bit for bit, that problem's launch run alone (the splits are summed in a
@@ -732,10 +728,7 @@ TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][ex
 }
 
 TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams and in a CUDA graph", "[gpu][examples]") {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) != fp4fuse::gemm::engine::wgmma) {
-    WARN("no sm_90 device with an sm_90a image: the split-K workspace is not exercised");
-    return;
-  }
+  if (!wgmma_here("the split-K workspace is not exercised")) return;
   using fp4fuse::gemm::sm90::workspace;
   constexpr int pairs = 20;
   split_problem a(128, 512, 16384, pairs + 1, "l1 split-K own a"), b(192, 384, 12288, pairs + 1, "l1 split-K own b");

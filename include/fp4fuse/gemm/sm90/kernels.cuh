@@ -59,8 +59,8 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
   } else {
     detail::setmaxnreg_inc<cfg::consumer_registers>();
     if constexpr (x_box_may_be_short<cfg, Cluster>) {
+      static_assert(cfg::consumers <= 3, "named barriers 1 .. 3 are the consumers' warpgroup_sync, 4 is consumers_sync");
       if (x_rows < cfg::rows) {  // before any MMA of any consumer
-        static_assert(cfg::consumers <= 3, "named barriers 1 .. 3 are the consumers' warpgroup_sync, 4 is consumers_sync");
         detail::zero_rows_beyond(ring, x_rows, static_cast<int>(threadIdx.x) - 128, cfg::threads - 128);
         detail::consumers_sync<cfg::threads - 128>();
       }
