@@ -11,12 +11,15 @@
 //   bench_gemm [--reps N] [--markdown FILE] [--cluster 1|2] [--pingpong 0|1] [--only MODEL T]
 //              [--force BLOCK_M BLOCK_N SPLITS] [--in-flight 1|2] [--profile MODEL T]
 //   (--cluster / --pingpong force the schedule of unsplit plans; --force every plan's tile shape
-//   and K split; --in-flight the ping-pong consumers' queued K steps; --only times one shape (model 0 DeepSeek-V3, 1 GPT-OSS); --profile runs one
+//   and K split; --in-flight the ping-pong consumers' queued K steps; --only times one shape (model 0 DeepSeek-V3, 1 GPT-OSS; any T up to 16384); --profile runs one
 //   shape untimed, for ncu)
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../examples/l1_gemm/l1_gemm.cuh"
 #include "bench_support.cuh"
@@ -32,10 +35,14 @@ std::string describe(const fp4fuse::gemm::sm90::launch_plan& p) {
          (p.splits > 1 ? " split " + std::to_string(p.splits) : "") + (p.cluster == 2 ? " cl2" : "");
 }
 
-/// The BF16 store's plan and the other flows', once where they agree.
-std::string describe(const fp4fuse::gemm::sm90::launch_plan& bf16, const fp4fuse::gemm::sm90::launch_plan& others) {
-  const std::string a = describe(bf16), b = describe(others);
-  return a == b ? a : "BF16 out, flow 1: " + a + "; flows 2, 3: " + b;
+/// The BF16 store's plan, flow 2's and flow 3's, once where they agree.
+std::string describe(const fp4fuse::gemm::sm90::launch_plan& bf16, const fp4fuse::gemm::sm90::launch_plan& swiglu,
+                     const fp4fuse::gemm::sm90::launch_plan& fused) {
+  const std::string a = describe(bf16), b = describe(swiglu), c = describe(fused);
+  if (a == b && b == c) return a;
+  if (b == c) return "BF16 out, flow 1: " + a + "; flows 2, 3: " + b;
+  if (a == b) return "BF16 out, flows 1, 2: " + a + "; flow 3: " + c;
+  return "BF16 out, flow 1: " + a + "; flow 2: " + b + "; flow 3: " + c;
 }
 
 struct row {
@@ -43,8 +50,9 @@ struct row {
   int T, H, N;
   double cublas, ours_bf16, flow1, flow2, flow3, w_read, w_read_measured;
   double enqueue_cublas, enqueue_ours;
-  fp4fuse::gemm::sm90::launch_plan plan;       ///< flows 2 and 3 (BF16 SwiGLU, fused NVFP4)
-  fp4fuse::gemm::sm90::launch_plan plan_bf16;  ///< the plain BF16 store (ours, flow 1), which the kernels stage through TMA
+  fp4fuse::gemm::sm90::launch_plan plan;         ///< flow 3 (fused NVFP4)
+  fp4fuse::gemm::sm90::launch_plan plan_swiglu;  ///< flow 2 (BF16 SwiGLU)
+  fp4fuse::gemm::sm90::launch_plan plan_bf16;    ///< the plain BF16 store (ours, flow 1), which the kernels stage through TMA
 };
 
 }  // namespace
@@ -85,6 +93,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (profile_model >= 0 && (profile_model > 1 || profile_tokens < 1 || profile_tokens > 16384)) {
+    std::fprintf(stderr, "--only / --profile MODEL T: MODEL 0 or 1, 1 <= T <= 16384\n");
+    return 2;
+  }
   if (force_block_n != 0 && (force_pingpong >= 0 || in_flight != 0)) {
     std::fprintf(stderr, "--force names a cooperative plan: it does not combine with --pingpong or --in-flight\n");
     return 2;
@@ -118,7 +130,9 @@ int main(int argc, char** argv) {
     int H, I;
   };
   const model models[] = {{"DeepSeek-V3", 7168, 2048}, {"GPT-OSS", 2880, 2880}};
-  const int tokens[] = {8, 64, 512, 4096, 16384};
+  std::vector<int> tokens{8, 64, 512, 4096, 16384};
+  // --only / --profile MODEL T: any T up to the buffers' 16384 rows, not only the table's.
+  if (profile_model >= 0 && std::find(tokens.begin(), tokens.end(), profile_tokens) == tokens.end()) tokens = {profile_tokens};
   std::vector<row> rows;
   for (const model& m : models) {
     if (profile_model >= 0 && &m != &models[profile_model]) continue;
@@ -146,11 +160,15 @@ int main(int argc, char** argv) {
       CHECK_FP4(fp4fuse::amax(fp4fuse::matrix_view<const __nv_bfloat16>{h, T, I, I}, amax, fp4fuse::global_scale::per_tensor{S}));  // the static scale every flow uses
       CHECK_CUDA(cudaDeviceSynchronize());
       row r{m.name, T, H, N};
-      // The launcher's plans (D's rows here are 16-byte aligned, so the plain BF16 store is staged),
-      // then the command line's overrides, the same for both.
-      r.plan = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount);
-      r.plan_bf16 = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount, true);
-      for (fp4fuse::gemm::sm90::launch_plan* lp : {&r.plan, &r.plan_bf16}) {
+      // The launcher's plans (D's rows here are 16-byte aligned, so the plain BF16 store is staged;
+      // each epilogue's column granule), then the command line's overrides, the same for all.
+      constexpr int granule_fused = fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_nvfp4<act_t>>;
+      constexpr int granule_swiglu = fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_bf16<act_t>>;
+      constexpr int granule_bf16 = fp4fuse::gemm::column_granule<fp4fuse::gemm::store_bf16<>>;
+      r.plan = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount, false, granule_fused);
+      r.plan_swiglu = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount, false, granule_swiglu);
+      r.plan_bf16 = fp4fuse::gemm::sm90::plan(T, N, H, prop.multiProcessorCount, true, granule_bf16);
+      for (auto [lp, granule] : {std::pair{&r.plan, granule_fused}, {&r.plan_swiglu, granule_swiglu}, {&r.plan_bf16, granule_bf16}}) {
         fp4fuse::gemm::sm90::launch_plan& q = *lp;
         if (force_pingpong >= 0 && q.splits == 1) {
           // --pingpong 0: the cooperative 128 x 256 kernel where the plan chose ping-pong; 1: the ping-pong.
@@ -158,7 +176,8 @@ int main(int argc, char** argv) {
                                   : q.pingpong == 1 ? fp4fuse::gemm::sm90::launch_plan{256, 1, 0, 0, 0}
                                                     : q;
         }
-        if (force_block_n != 0) q = forced;
+        // --force: each flow whose epilogue takes the tile's width (64 x 48: not flow 3's NVFP4 blocks).
+        if (force_block_n != 0 && fp4fuse::gemm::sm90::consumer_columns(forced.block_m, forced.block_n) % granule == 0) q = forced;
         if (force_cluster != 0 && q.splits == 1) q.cluster = force_cluster;
         if (q.pingpong == 1 && in_flight != 0) q.in_flight = in_flight;
         q.cluster = fp4fuse::gemm::sm90::cluster_for(q, T);
@@ -166,6 +185,7 @@ int main(int argc, char** argv) {
       const bool wgmma = engine == fp4fuse::gemm::engine::wgmma;
       const fp4fuse::gemm::sm90::launch_plan* pp = wgmma ? &r.plan : nullptr;
       const fp4fuse::gemm::sm90::launch_plan* pp_bf16 = wgmma ? &r.plan_bf16 : nullptr;
+      const fp4fuse::gemm::sm90::launch_plan* pp_swiglu = wgmma ? &r.plan_swiglu : nullptr;
       if (profile_model >= 0 && !timed_profile) {
         const int saved = g_reps;
         g_reps = 1;
@@ -189,7 +209,7 @@ int main(int argc, char** argv) {
           cublas_run,
           ours_run,
           [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::interleaved_bf16{}, act_t{}, engine, nullptr, pp_bf16)); },
-          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, pp)); },
+          [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::compact_bf16{}, act_t{}, engine, nullptr, pp_swiglu)); },
           [&] { CHECK_FP4(l1_gemm::run(p, l1_gemm::flow::fused_nvfp4<>{}, act_t{}, engine, nullptr, pp)); },
           [&] { read_bytes(w, std::size_t(N) * H * 2); },
       });
@@ -199,7 +219,7 @@ int main(int argc, char** argv) {
       r.w_read = double(N) * H * 2 / (copy_gbps * 1e9) * 1e6;
       rows.push_back(r);
       const double tf = 2.0 * T * H * N * 1e-6;
-      std::printf("%s | ", describe(r.plan_bf16, r.plan).c_str());
+      std::printf("%s | ", describe(r.plan_bf16, r.plan_swiglu, r.plan).c_str());
       std::printf("%-11s T=%5d H=%d 2I=%d  cuBLAS %8.1f us %6.1f TF | ours BF16 %8.1f us (%.2fx) | flow1 %.2fx flow2 %.2fx flow3 %.2fx | "
                   "W read %.1f us (flow3 %.2fx), measured %.1f us | enqueue us: cuBLAS %.1f ours %.1f\n",
                   m.name, T, H, N, r.cublas, tf / r.cublas, r.ours_bf16, r.ours_bf16 / r.cublas, r.flow1 / r.cublas,
@@ -224,7 +244,7 @@ int main(int argc, char** argv) {
       const double tf = 2.0 * r.T * r.H * r.N * 1e-6;
       auto cell = [&](double t) { return std::to_string(t).substr(0, std::to_string(t).find('.') + 2); };
       std::fprintf(f, "| %s | %d | %s | %s (%.0f) | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %s (%.0f) %.2fx | %.1f (flow 3: %.2fx) / %.1f |\n",
-                   r.model.c_str(), r.T, describe(r.plan_bf16, r.plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
+                   r.model.c_str(), r.T, describe(r.plan_bf16, r.plan_swiglu, r.plan).c_str(), cell(r.cublas).c_str(), tf / r.cublas, cell(r.ours_bf16).c_str(), tf / r.ours_bf16,
                    r.ours_bf16 / r.cublas, cell(r.flow1).c_str(), tf / r.flow1, r.flow1 / r.cublas, cell(r.flow2).c_str(), tf / r.flow2,
                    r.flow2 / r.cublas, cell(r.flow3).c_str(), tf / r.flow3, r.flow3 / r.cublas, r.w_read, r.flow3 / r.w_read, r.w_read_measured);
     }

@@ -53,10 +53,11 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   for (int T : {1, 64, 512, 4096, 16384, 100000}) {
     for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
       for (const bool staged : {false, true}) {
-        const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms, staged);
-        INFO("T=" << T << " H=" << H << " N=" << N << " staged store " << staged);
+      for (const int granule : {32, 8}) {
+        const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms, staged, granule);
+        INFO("T=" << T << " H=" << H << " N=" << N << " staged store " << staged << " column granule " << granule);
         // The staged store changes only the choice of the ping-pong for the cooperative tile.
-        const fp4fuse::gemm::sm90::launch_plan unstaged = plan(T, N, H, sms);
+        const fp4fuse::gemm::sm90::launch_plan unstaged = plan(T, N, H, sms, false, granule);
         if (staged && p.pingpong != unstaged.pingpong) {
           CHECK((unstaged.pingpong == 1 && H >= 4096 && p.block_m == 128 && p.block_n == 256 && p.splits == 1));
         } else if (staged) {
@@ -78,6 +79,9 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
         const int cluster = fp4fuse::gemm::sm90::cluster_for(p, T);
         CHECK((cluster == 1 || cluster == 2));
         if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
+        // 64 x 48 only for one row block, unsplit, in one wave, and for an epilogue that takes it.
+        if (p.block_n == 48) CHECK((granule == 8 && T <= 64 && p.block_m == 64 && p.splits == 1 && p.units <= sms && cluster == 1));
+      }
       }
     }
   }
@@ -85,6 +89,27 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK((plan(64, 4096, 7168, sms).block_n == 32 && plan(64, 4096, 7168, sms).splits == 1));  // 128 tiles, one wave
   CHECK(plan(64, 4096, 7168, sms).units >= sms / 2);
   CHECK((plan(64, 5760, 2880, sms).block_n == 64 && plan(64, 5760, 2880, sms).splits == 1));  // 90 tiles (64 x 32: 180)
+  // An epilogue whose column granule divides 48 (the BF16 stores: 8, 16) gets 120 tiles of 64 x 48
+  // there; NVFP4's 32 (the default) keeps 64 x 64; DeepSeek-V3's 64 x 32 (128 tiles) stays.
+  for (int T : {1, 8, 37, 64}) {
+    INFO("T=" << T);
+    for (int granule : {8, 16}) {
+      CHECK((plan(T, 5760, 2880, sms, false, granule).block_n == 48 && plan(T, 5760, 2880, sms, false, granule).splits == 1 &&
+             plan(T, 5760, 2880, sms, false, granule).units == 120 && plan(T, 5760, 2880, sms, false, granule).block_m == 64));
+      CHECK(plan(T, 5760, 2880, sms, true, granule).block_n == 48);
+      CHECK(plan(T, 4096, 7168, sms, false, granule).block_n == 32);
+    }
+    CHECK(plan(T, 5760, 2880, sms, false, 32).block_n == 64);
+  }
+  CHECK(plan(65, 5760, 2880, sms, false, 8).block_n != 48);  // two row blocks: not measured, not chosen
+  CHECK(fp4fuse::gemm::sm90::cluster_for(fp4fuse::gemm::sm90::launch_plan{48, 1, 0, 0, -1, 0, 64}, 200) == 1);
+  const fp4fuse::gemm::sm90::launch_plan clustered48{48, 1, 0, 2, -1, 0, 64}, split48{48, 3, 0, 1, -1, 0, 64};
+  CHECK_FALSE(fp4fuse::gemm::sm90::validate_plan(&clustered48));
+  CHECK(fp4fuse::gemm::sm90::validate_plan(&split48));
+  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::store_bf16<>> == 8);
+  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_bf16<act_t>> == 16);
+  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_nvfp4<act_t>> == 32);
+  static_assert(fp4fuse::gemm::column_granule<int> == 32);  // an epilogue that states none
   CHECK(plan(64, 1024, 7168, sms).splits > 1);  // 64 x 32 would leave 100 SMs idle: split K instead
   CHECK(plan(16384, 4096, 7168, sms).splits == 1);
   CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
@@ -654,11 +679,11 @@ TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only th
   // GEMM of M: the BF16 store then writes the whole tile, and rows M .. 63 must be zeros, not poison
   // and not whatever a previous kernel left in shared memory (each shape first runs the same plan
   // over 64 rows of random X, so the ring holds nonzero rows). Rows below M must be the bytes
-  // gemm() writes. Every 64-row plan: 64 x 32 (one consumer), 64 x 64, 64 x 128, 64 x 256, and
-  // 64 x 128 split 3 (the fixup). K = 2880 makes several passes of every ring (the zeroed rows must
+  // gemm() writes. Every 64-row plan: 64 x 32 and 64 x 48 (one consumer), 64 x 64, 64 x 128, 64 x 256,
+  // and 64 x 128 and 64 x 48 split 3 (the fixup). K = 2880 makes several passes of every ring (the zeroed rows must
   // outlive them); N = 200 and K = 72 end inside tiles.
-  const launch_plan plans[] = {{32, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 1, 0, 0, 64}, {256, 1, 0, 1, 0, 0, 64},
-                               {128, 3, 0, 1, 0, 0, 64}};
+  const launch_plan plans[] = {{32, 1, 0, 1, 0, 0, 64}, {48, 1, 0, 1, 0, 0, 64}, {64, 1, 0, 1, 0, 0, 64}, {128, 1, 0, 1, 0, 0, 64},
+                               {256, 1, 0, 1, 0, 0, 64}, {128, 3, 0, 1, 0, 0, 64}, {48, 3, 0, 1, 0, 0, 64}};
   const int rows[] = {1, 8, 37, 63};
   const int shapes[][2] = {{5760, 2880}, {200, 72}};
   for (const auto& shape : shapes) {
@@ -692,6 +717,106 @@ TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only th
         CHECK(want.guard_intact());
       }
     }
+  }
+}
+
+TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 plan's bytes and nothing else; NVFP4 refuses them",
+          "[gpu][examples]") {
+  if (!wgmma_here("the 64 x 48 tiles are not exercised")) return;
+  using fp4fuse::gemm::sm90::launch_plan;
+  // The planner gives the BF16 stores 64 x 48 tiles at decode where they fill one wave (GPT-OSS's
+  // 2I = 5760: 120 tiles); one consumer warpgroup computes m64n48 with a 13-stage ring. Every BF16
+  // epilogue (plain, with a column bias, SwiGLU, clamped SwiGLU with a bias) with 64 x 48 must
+  // write exactly what 64 x 64 writes (the same sums in the same order), split 3 what 64 x 64
+  // split 3 writes, into poisoned [M, ld] with ld = cols + 2: the two columns beyond and the guard
+  // untouched. Shapes: decode at GPT-OSS's width (M = 1, 8), N ending inside a 48-wide tile (208:
+  // 4 tiles and 16 columns), K ending inside a block (72, 200), two row blocks (M = 100).
+  const launch_plan plan48{48, 1, 0, 1, 0, 0, 64}, plan64{64, 1, 0, 1, 0, 0, 64};
+  const launch_plan plan48_split{48, 3, 0, 1, 0, 0, 64}, plan64_split{64, 3, 0, 1, 0, 0, 64};
+  const int shapes[][3] = {{1, 5760, 2880}, {8, 5760, 2880}, {37, 208, 72}, {64, 96, 200}, {100, 208, 128}};
+  auto g = rng("64 x 48 tiles");
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const auto& shape : shapes) {
+    const int M = shape[0], N = shape[1], K = shape[2], I = N / 2;
+    INFO("M=" << M << " N=" << N << " K=" << K);
+    std::vector<__nv_bfloat16> xh(static_cast<std::size_t>(M) * K), wh(static_cast<std::size_t>(N) * K);
+    for (auto& v : xh) v = __float2bfloat16(u(g));
+    for (auto& v : wh) v = __float2bfloat16(u(g));
+    std::vector<float> bh(static_cast<std::size_t>(N));
+    for (auto& v : bh) v = u(g);
+    device_buffer x(xh.size() * 2), w(wh.size() * 2), b(bh.size() * 4);
+    x.upload(xh.data(), xh.size() * 2);
+    w.upload(wh.data(), wh.size() * 2);
+    b.upload(bh.data(), bh.size() * 4);
+    const fp4fuse::column_bias bias{b.as<float>(), N};
+    // Runs the epilogue that `make(view)` builds over a poisoned [M, cols] (ld = cols + 2) with
+    // `plan`: D's bytes, and whether anything beyond them changed.
+    struct written {
+      std::vector<unsigned char> d;
+      std::size_t outside = 0;
+      bool guard = false;
+    };
+    const auto run = [&](const launch_plan& plan, int cols, const auto& make) {
+      const int ld = cols + 2;
+      device_buffer d(static_cast<std::size_t>(M) * ld * 2);
+      const auto epi = make(fp4fuse::matrix_view<__nv_bfloat16>{d.as<__nv_bfloat16>(), M, cols, ld});
+      fp4fuse::result launched;
+      const std::string line = launcher_lines([&] {
+        launched = fp4fuse::gemm::gemm(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), M, N, K, epi, fp4fuse::gemm::engine::wgmma, nullptr, &plan);
+      });
+      INFO("launcher: " << line);
+      REQUIRE(static_cast<bool>(launched));
+      const int splits = std::min(plan.splits, (K + 63) / 64);  // the launcher keeps every split's K blocks
+      CHECK(line.find("tile 64x" + std::to_string(plan.block_n) + " split " + std::to_string(splits) + " cluster 1") != std::string::npos);
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      const std::vector<unsigned char> got = d.download();
+      written out{std::vector<unsigned char>(static_cast<std::size_t>(M) * cols * 2)};
+      for (int r = 0; r < M; ++r) {
+        for (int c = 0; c < ld; ++c) {
+          const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
+          if (c < cols) {
+            std::memcpy(&out.d[(static_cast<std::size_t>(r) * cols + c) * 2], &got[at], 2);
+          } else {
+            out.outside += got[at] != poison || got[at + 1] != poison;
+          }
+        }
+      }
+      out.guard = d.guard_intact();
+      return out;
+    };
+    const auto same = [&](int cols, const auto& make, const char* what) {
+      INFO(what);
+      for (const auto& [narrow, wide] : {std::pair{plan48, plan64}, {plan48_split, plan64_split}}) {
+        INFO("split " << narrow.splits);
+        const written a = run(narrow, cols, make), want = run(wide, cols, make);
+        CHECK(a.d == want.d);
+        CHECK(std::any_of(a.d.begin(), a.d.end(), [](unsigned char c) { return c != poison; }));
+        CHECK(a.outside == 0);
+        CHECK(a.guard);
+        CHECK(want.outside == 0);
+      }
+    };
+    same(N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v}; }, "store_bf16");
+    same(N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v, bias}; }, "store_bf16 with a column bias");
+    same(I, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::swiglu_bf16<act_t>{v, act_t{}}; }, "swiglu_bf16");
+    using clamped = fp4fuse::activation::swiglu_clamped;
+    same(I, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::swiglu_bf16<clamped, fp4fuse::column_bias>{v, clamped{}, bias}; },
+         "swiglu_bf16, clamped, with a column bias");
+  }
+  // The fused NVFP4 epilogue's blocks span 32 gate/up columns: a 64 x 48 plan is refused, with a
+  // sentence, and nothing is written.
+  gpu_problem p(8, 128, 96, "64 x 48 refused");
+  FP4FUSE_TEST_CUDA(cudaMemset(p.S.as<void>(), 0, 4));
+  for (const launch_plan& plan : {plan48, plan48_split}) {
+    const fp4fuse::result r = l1_gemm::run(p.args(), l1_gemm::flow::fused_nvfp4<>{}, act_t{}, fp4fuse::gemm::engine::wgmma, nullptr, &plan);
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::bad_shape);
+    CHECK(std::string(r.message()).find("granule") != std::string::npos);
+  }
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  for (const device_buffer* out : {&p.packed, &p.scales}) {
+    const auto bytes = out->download();
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == poison; }));
   }
 }
 

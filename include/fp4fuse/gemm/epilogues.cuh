@@ -11,7 +11,7 @@
 // optionally `prefetch()`, which the sm_90a GEMM calls once per CTA at kernel start to fetch what
 // the epilogue will read; and `padding_beyond<N>(grid, row0, col0)`, called by the sm_90a GEMM
 // for the part 64 x N at (row0, col0) of each tile (and by an idle consumer warpgroup for
-// 64 x 32 tiles): it writes that part's share of the output's padding that the tile grid does not
+// 64 x 32 and 64 x 48 tiles): it writes that part's share of the output's padding that the tile grid does not
 // cover (the NVFP4 scales' 0x00, through the library's `write_scale_padding_beyond_grid`) and
 // nothing else; empty for outputs without padding. Optionally `warpgroup_beyond_rows<N>(row0, col0)`:
 // what `warpgroup` writes for a part 64 x N all of whose rows are at or beyond the output's (its
@@ -89,6 +89,8 @@ template <class Bias = fp4fuse::no_bias>
 struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< D [M, N]
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
+  /// Any whole number of n8 tiles per consumer (column_granule, tile_grid.cuh).
+  static constexpr int column_granule = 8;
 
   /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
   /// check_bf16_pairs, check_bias.
@@ -138,6 +140,8 @@ struct swiglu_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [M, N / 2]
   Activation act;                           ///< the activation of gate (fp4fuse::activation)
   Bias bias{};                              ///< `no_bias` or `column_bias` (the GEMM's column order)
+  /// Whole gate/up granule pairs per consumer (column_granule, tile_grid.cuh).
+  static constexpr int column_granule = 16;
 
   /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
   /// check_bf16_pairs, check_bias.
@@ -192,6 +196,8 @@ struct swiglu_nvfp4 {
   static constexpr index_t padding_rows = fp4fuse::scale_layout::swizzled_128x4::row_tile;  ///< 128 rows
   /// 4 scale columns of 32 gate/up columns each.
   static constexpr index_t padding_cols = fp4fuse::scale_layout::swizzled_128x4::col_tile * 2 * format::block_size;
+  /// Whole NVFP4 blocks (32 gate/up columns) per consumer (column_granule, tile_grid.cuh).
+  static constexpr int column_granule = 2 * format::block_size;
 
   /// The library's fused-epilogue description this binding builds per call.
   using operation = fp4fuse::fused_epilogue<format, fp4fuse::sink::direct<format, fp4fuse::scale_layout::swizzled_128x4>, Activation, gate_up,

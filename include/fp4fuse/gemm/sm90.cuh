@@ -8,7 +8,7 @@
 // by mbarriers); warpgroups 1 and 2 (and 3 for the grouped GEMM's 192-row tiles, whose X the
 // producer loads in 64-row boxes) are consumers. In the cooperative kernel all work on one
 // tile: with 128- and 192-row tiles each computes 64 rows x BlockN with wgmma m64nBlockNk16, with 64-row
-// tiles (small M) each computes the 64 rows x half of the columns (64 x 32 decode tiles: the first
+// tiles (small M) each computes the 64 rows x half of the columns (64 x 32 and 64 x 48 decode tiles: the first
 // computes the tile, the second writes the output's padding); then each runs the epilogue on
 // its fragment while the producer already fills the ring with the next work unit's stages. In
 // the ping-pong kernel (large M) each consumer owns a whole 128 x 128 tile and the two alternate,

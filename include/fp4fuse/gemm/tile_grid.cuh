@@ -1,6 +1,7 @@
 #pragma once
 /// \file tile_grid.cuh
-/// The GEMM engine's index type and its tile grid as an epilogue's `padding_beyond` sees it.
+/// The GEMM engine's index type, its tile grid as an epilogue's `padding_beyond` sees it, and the
+/// granules an epilogue asks of the tiles (padding, columns).
 #include <cstdint>
 #include <type_traits>
 
@@ -41,5 +42,20 @@ struct padding_granule<Epilogue, std::void_t<decltype(Epilogue::padding_rows), d
   static constexpr index_t rows = Epilogue::padding_rows;  ///< padding granule rows
   static constexpr index_t cols = Epilogue::padding_cols;  ///< padding granule columns
 };
+
+/// The gate/up columns a consumer warpgroup's part of a tile must hold a whole number of for
+/// `Epilogue` (`Epilogue::column_granule`): 8 for a store of D (one n8 tile), 16 for the SwiGLU
+/// BF16 store (a gate granule and its up granule), 32 for NVFP4 (16 outputs per block). An
+/// epilogue that states none gets 32, which every tile width but 64 x 48's holds: the planner
+/// and the launcher never give it 64 x 48 tiles.
+/// \code
+/// struct bf16_out { static constexpr int column_granule = 8; };
+/// static_assert(fp4fuse::gemm::column_granule<bf16_out> == 8, "48 % 8 == 0: 64 x 48 tiles allowed");
+/// \endcode
+template <class Epilogue, class = void>
+inline constexpr int column_granule = 32;
+/// An epilogue that states its column granule.
+template <class Epilogue>
+inline constexpr int column_granule<Epilogue, std::void_t<decltype(Epilogue::column_granule)>> = Epilogue::column_granule;
 
 }  // namespace fp4fuse::gemm

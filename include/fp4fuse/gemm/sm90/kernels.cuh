@@ -67,7 +67,7 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
     }
     constexpr int registers = cfg::registers;
     // 128- and 192-row tiles: consumer c computes rows 64c .. 64c + 63; 64-row tiles: columns
-    // c * BlockN / 2 onwards (the same X tile, its half of the W tile); 64 x 32: consumer 0 all.
+    // c * BlockN / 2 onwards (the same X tile, its half of the W tile); 64 x 32, 64 x 48: consumer 0 all.
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
@@ -75,7 +75,7 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
         detail::descriptor_low(ring.a + (cfg::consumers_split_n ? 0 : consumer * 64 * 128)),
         detail::descriptor_low(ring.b + (cfg::consumers_split_n ? consumer * cfg::consumer_n * 128 : 0)), leader, thread};
     detail::ring_cursor cursor;
-    const bool active = consumer < cfg::consumers;  // 64 x 32 tiles: the second consumer has no MMAs
+    const bool active = consumer < cfg::consumers;  // 64 x 32, 64 x 48 tiles: the second consumer has no MMAs
     // ... and, where the epilogue writes its padding without accumulators (`padding_beyond`), writes the
     // padding beyond each tile while the first consumer runs the mainloop: at decode every CTA's
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about

@@ -163,7 +163,14 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   constexpr bool plain_store = std::is_same_v<Epilogue, fp4fuse::gemm::store_bf16<fp4fuse::no_bias>>;
   bool stageable = false;
   if constexpr (plain_store) stageable = detail::stageable(epi);
-  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, stageable);
+  constexpr int granule = column_granule<Epilogue>;
+  launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, stageable, granule);
+  if (consumer_columns(lp.block_m, lp.block_n) % granule != 0) {
+    return result::with(status::bad_shape,
+                        "fp4fuse::gemm::sm90::launch: %d x %d tiles give a consumer warpgroup %d gate/up columns, not a whole number of the "
+                        "epilogue's granule of %d (an NVFP4 block spans 32)",
+                        lp.block_m, lp.block_n, consumer_columns(lp.block_m, lp.block_n), granule);
+  }
   const int tiles_m = cuda::ceil_div(M, lp.block_m);
   const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
@@ -179,10 +186,14 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   const auto run = [&] {
     return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (Shape::m == 128 && plain_store) {
-        if (use_staged) return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, staged, stream);
+      if constexpr (consumer_columns(Shape::m, Shape::n) % granule != 0) {
+        return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch: the epilogue takes no %d x %d tiles", Shape::m, Shape::n);  // refused above
+      } else {
+        if constexpr (Shape::m == 128 && plain_store) {
+          if (use_staged) return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, staged, stream);
+        }
+        return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
       }
-      return launch_tiles<Shape, dense_schedule>(x, w, prm, dense, u, device, sms, epi, stream);
     });
   };
   if (lp.splits == 1) return run();

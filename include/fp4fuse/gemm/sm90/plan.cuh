@@ -17,8 +17,8 @@ constexpr int ring_bytes = 192 * 1024;
 /// sm_90's shared memory per CTA (static and dynamic): 227 KiB.
 constexpr std::size_t max_smem_per_cta = 227 * 1024;
 
-/// 64 x 32 tiles have one consumer warpgroup; the others two.
-constexpr bool single_consumer_tile(int cols) { return cols == 32; }
+/// 64 x 32 and 64 x 48 tiles have one consumer warpgroup; the others two.
+constexpr bool single_consumer_tile(int cols) { return cols == 32 || cols == 48; }
 /// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
 constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
 
@@ -26,17 +26,18 @@ constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !singl
 /// warpgroup computes 64 rows of the tile), 192 x 128 (three consumer warpgroups of 64 rows: the
 /// grouped GEMM's tile for experts of 129-192 rows, which then stream their W once), 64 x 128 or
 /// 64 x 64 for small M (both consumers share the 64 rows and each computes half of the columns),
-/// or 64 x 32 for decode (one consumer computes the tile, the other only writes the output's
-/// padding: streaming W, not MMA issue, bounds a decode GEMM, and the 16-stage ring keeps more of
-/// W in flight).
+/// or 64 x 32 and 64 x 48 for decode (one consumer computes the tile, the other only writes the
+/// output's padding: streaming W, not MMA issue, bounds a decode GEMM, and the 16- or 13-stage ring
+/// keeps more of W in flight; 64 x 48 for epilogues whose column granule divides 48, the BF16
+/// stores).
 template <int BlockN, int BlockM = block_m>
 struct config {
   static_assert((BlockM == 128 && (BlockN == 256 || BlockN == 192 || BlockN == 128)) || (BlockM == 192 && BlockN == 128) ||
-                    (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 32)),
-                "tiles of 128 x 256, 128 x 192, 128 x 128, 192 x 128, 64 x 256, 64 x 128, 64 x 64 or 64 x 32");
+                    (BlockM == 64 && (BlockN == 256 || BlockN == 128 || BlockN == 64 || BlockN == 48 || BlockN == 32)),
+                "tiles of 128 x 256, 128 x 192, 128 x 128, 192 x 128, 64 x 256, 64 x 128, 64 x 64, 64 x 48 or 64 x 32");
   static constexpr int block_n = BlockN;  ///< tile columns
   static constexpr int rows = BlockM;     ///< tile rows
-  static constexpr bool single_consumer = single_consumer_tile(BlockN);  ///< 64 x 32: one consumer warpgroup computes the tile
+  static constexpr bool single_consumer = single_consumer_tile(BlockN);  ///< 64 x 32, 64 x 48: one consumer warpgroup computes the tile
   /// Consumer warpgroups with MMAs on one tile in the cooperative kernel (192-row tiles: three;
   /// the ping-pong kernel's 128 x 128 tiles use config<128> and one consumer per tile).
   static constexpr int consumers = BlockM == 192 ? 3 : single_consumer ? 1 : 2;
@@ -61,7 +62,8 @@ struct config {
   static constexpr int a_stage_bytes = BlockM * block_k * 2;   ///< one X tile of the ring
   static constexpr int b_stage_bytes = block_n * block_k * 2;  ///< one W tile of the ring
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects)
-  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 5: 192 x 128, in 200 KiB; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 16: 64 x 32).
+  /// Ring stages (4: 128 x 256, 128 x 192, 64 x 256; 5: 192 x 128, in 200 KiB; 6: 128 x 128; 8: 64 x 128; 12: 64 x 64; 13: 64 x 48;
+  /// 16: 64 x 32).
   static constexpr int stages = (BlockM == 192 ? 200 * 1024 : ring_bytes) / stage_bytes;
   // 1024 bytes of slack to align the ring to the 128-byte swizzle's 1024-byte period, barriers,
   // and one flag per consumer for the split-K hand-off.
@@ -71,6 +73,9 @@ struct config {
   // adds: every shared address of the CTA must stay below 256 KiB.
   static_assert(max_smem_per_cta < (std::size_t(1) << 18), "config: shared addresses must fit the descriptors' 18 bits");
   static_assert(stages >= 2, "config: the ring needs at least two stages");
+  // The 128-byte swizzle repeats every 8 rows (1024 bytes): every X and W tile of the ring starts on
+  // that period (64 x 48: W tiles of 6144 bytes).
+  static_assert(a_stage_bytes % 1024 == 0 && b_stage_bytes % 1024 == 0, "config: ring tiles must start on the swizzle's 1024-byte period");
 };
 
 /// Whether X's TMA box may be shorter than the tile for a kernel with tiles of config Cfg in
@@ -155,9 +160,10 @@ struct kernel_list {
   }
 };
 
-/// The dense GEMM's instances, unclustered and in clusters of 2 along M.
+/// The dense GEMM's instances, unclustered and in clusters of 2 along M (64 x 48: unclustered, for one row block).
 using dense_kernels = kernel_list<tile_shape<128, 256, 1>, tile_shape<128, 192, 1>, tile_shape<128, 128, 1>, tile_shape<64, 256, 1>,
-                                  tile_shape<64, 128, 1>, tile_shape<64, 64, 1>, tile_shape<64, 32, 1>, tile_shape<128, 128, 1, true, 1>,
+                                  tile_shape<64, 128, 1>, tile_shape<64, 64, 1>, tile_shape<64, 48, 1>, tile_shape<64, 32, 1>,
+                                  tile_shape<128, 128, 1, true, 1>,
                                   tile_shape<128, 128, 1, true, 2>, tile_shape<128, 256, 2>, tile_shape<128, 192, 2>, tile_shape<128, 128, 2>,
                                   tile_shape<64, 256, 2>, tile_shape<64, 128, 2>, tile_shape<64, 64, 2>, tile_shape<64, 32, 2>,
                                   tile_shape<128, 128, 2, true, 1>, tile_shape<128, 128, 2, true, 2>>;
@@ -170,7 +176,7 @@ struct launch_plan {
   int cluster = 0;    ///< CTAs per cluster along M (0: choose: 2 when K is not split and M has 2+ tiles)
   int pingpong = -1;  ///< 1: gemm_pingpong_kernel (128 x 128 per warpgroup, no split); 0 or -1: cooperative
   int in_flight = 0;  ///< ping-pong: K steps of MMAs a consumer keeps queued (1 or 2; 0: 2)
-  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 256, 64 x 128, 64 x 64 and 64 x 32 tiles, cooperative only)
+  int block_m = 128;  ///< tile rows: 128, or 64 (64 x 256, 64 x 128, 64 x 64, 64 x 48 and 64 x 32 tiles, cooperative only)
 };
 
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
@@ -194,8 +200,12 @@ struct launch_plan {
 /// 0.96x at T = 4096, 0.97-0.99x at 16384; K = 2880 (GPT-OSS) 1.07x at T = 4096 (0.97-1.09x at
 /// 16384), where a tile's unhidden epilogue and fill weigh 2.5x more against its 45 K steps.
 /// Last, for decode (one row block), 64 x 32 tiles unsplit where the 64-row choice split K and 64 x 32
-/// tiles fill 3/4 or more of the SMs in one wave.
-inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false) {
+/// tiles fill 3/4 or more of the SMs in one wave; and 64 x 48 tiles where the choice is 64 x 64
+/// unsplit, 64 x 48 tiles fill 3/4 or more of the SMs in one wave, and the epilogue's
+/// `column_granule` (gate/up columns a consumer's part must hold whole: 8 for the BF16 store, 16 for
+/// the SwiGLU BF16 store, 32 for NVFP4 blocks; epilogues.cuh) divides 48: each SM then streams 3/4
+/// of the W it would (GPT-OSS's 2I = 5760: 120 tiles against 90).
+inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false, int column_granule = 32) {
   const int k_iters = cuda::ceil_div(K, block_k);
   struct tile {
     int rows, cols;
@@ -229,20 +239,28 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false)
   if (one_row_block && best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) {
     best = {32, 1, tiles32, 0, -1, 0, 64};
   }
+  const int tiles48 = ((M + 63) / 64) * ((N + 47) / 48);
+  if (one_row_block && column_granule > 0 && 48 % column_granule == 0 && best.block_m == 64 && best.block_n == 64 && best.splits == 1 &&
+      tiles48 <= sms && 4 * tiles48 >= 3 * sms) {
+    best = {48, 1, tiles48, 0, -1, 0, 64};
+  }
   return best;
 }
 
 /// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
-/// least two row blocks, else 1.
+/// least two row blocks (64 x 48 tiles: never), else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
-  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 ? 2 : 1;
+  // 64 x 48 tiles run unclustered: half of their W tile (24 rows) would not start on the swizzle's
+  // 1024-byte period in the peer's ring.
+  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && lp.block_n != 48 ? 2 : 1;
 }
 
 /// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
-/// 64 x 256, 64 x 128, 64 x 64 or 64 x 32 cooperative tiles, the 128 x 128 ping-pong with 1 or 2
-/// K steps in flight), 1..16 splits, clusters of 1 or 2 only without a split, ping-pong only
-/// unsplit. Refusals say which.
+/// 64 x 256, 64 x 128, 64 x 64, 64 x 48 or 64 x 32 cooperative tiles, the 128 x 128 ping-pong with 1
+/// or 2 K steps in flight), 1..16 splits, clusters of 1 or 2 only without a split (64 x 48: 1),
+/// ping-pong only unsplit. Refusals say which. (Whether the epilogue takes the tile's width, the
+/// launch says: 64 x 48 holds no whole NVFP4 block per consumer.)
 inline result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
   const char* entry = "fp4fuse::gemm::sm90::validate_plan";
@@ -259,6 +277,9 @@ inline result validate_plan(const launch_plan* p) {
   }
   if (!(p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1))) {
     return result::with(status::bad_shape, "%s: cluster = %d must be 0 (choose), 1, or 2 without a K split", entry, p->cluster);
+  }
+  if (p->block_n == 48 && p->cluster == 2) {
+    return result::with(status::bad_shape, "%s: 64 x 48 tiles run unclustered (cluster = 2 given)", entry);
   }
   return {};
 }

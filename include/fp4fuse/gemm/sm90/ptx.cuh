@@ -21,6 +21,7 @@ constexpr std::uint32_t descriptor_high = (1024 >> 4) | (1u << 30);
 // them as a list): these macros hold the operand text once, in blocks of 16 registers.
 #define FP4FUSE_GEMM_REGS_0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define FP4FUSE_GEMM_REGS_1 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define FP4FUSE_GEMM_REGS_1_HALF ", %16, %17, %18, %19, %20, %21, %22, %23"  // m64n48: 24 registers
 #define FP4FUSE_GEMM_REGS_2 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
 #define FP4FUSE_GEMM_REGS_3 ", %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define FP4FUSE_GEMM_REGS_4 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
@@ -33,6 +34,8 @@ constexpr std::uint32_t descriptor_high = (1024 >> 4) | (1u << 30);
 #define FP4FUSE_GEMM_OUTS_1(d) \
   , "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define FP4FUSE_GEMM_OUTS_1_HALF(d) \
+  , "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
 #define FP4FUSE_GEMM_OUTS_2(d) \
   , "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
@@ -71,12 +74,15 @@ FP4FUSE_GEMM_DEFINE_WGMMA(192, 96, FP4FUSE_GEMM_REGS_0 FP4FUSE_GEMM_REGS_1 FP4FU
 FP4FUSE_GEMM_DEFINE_WGMMA(128, 64, FP4FUSE_GEMM_REGS_0 FP4FUSE_GEMM_REGS_1 FP4FUSE_GEMM_REGS_2 FP4FUSE_GEMM_REGS_3,
                      FP4FUSE_GEMM_OUTS_0(d) FP4FUSE_GEMM_OUTS_1(d) FP4FUSE_GEMM_OUTS_2(d) FP4FUSE_GEMM_OUTS_3(d), 64, 65, 66)
 FP4FUSE_GEMM_DEFINE_WGMMA(64, 32, FP4FUSE_GEMM_REGS_0 FP4FUSE_GEMM_REGS_1, FP4FUSE_GEMM_OUTS_0(d) FP4FUSE_GEMM_OUTS_1(d), 32, 33, 34)
+FP4FUSE_GEMM_DEFINE_WGMMA(48, 24, FP4FUSE_GEMM_REGS_0 FP4FUSE_GEMM_REGS_1_HALF, FP4FUSE_GEMM_OUTS_0(d) FP4FUSE_GEMM_OUTS_1_HALF(d), 24, 25, 26)
 FP4FUSE_GEMM_DEFINE_WGMMA(32, 16, FP4FUSE_GEMM_REGS_0, FP4FUSE_GEMM_OUTS_0(d), 16, 17, 18)
 #undef FP4FUSE_GEMM_DEFINE_WGMMA
 #undef FP4FUSE_GEMM_REGS_0
 #undef FP4FUSE_GEMM_OUTS_0
 #undef FP4FUSE_GEMM_REGS_1
 #undef FP4FUSE_GEMM_OUTS_1
+#undef FP4FUSE_GEMM_REGS_1_HALF
+#undef FP4FUSE_GEMM_OUTS_1_HALF
 #undef FP4FUSE_GEMM_REGS_2
 #undef FP4FUSE_GEMM_OUTS_2
 #undef FP4FUSE_GEMM_REGS_3
@@ -90,10 +96,10 @@ FP4FUSE_GEMM_DEFINE_WGMMA(32, 16, FP4FUSE_GEMM_REGS_0, FP4FUSE_GEMM_OUTS_0(d), 1
 #undef FP4FUSE_GEMM_REGS_7
 #undef FP4FUSE_GEMM_OUTS_7
 
-/// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 64, 128, 192, 256}.
+/// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 48, 64, 128, 192, 256}.
 template <int N>
 __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc_a, std::uint32_t desc_b) {
-  static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32, "wgmma widths of this GEMM");
+  static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 48 || N == 32, "wgmma widths of this GEMM");
   if constexpr (N == 256) {
     wgmma_m64n256k16_bf16(d, desc_a, desc_b);
   } else if constexpr (N == 192) {
@@ -102,6 +108,8 @@ __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc
     wgmma_m64n128k16_bf16(d, desc_a, desc_b);
   } else if constexpr (N == 64) {
     wgmma_m64n64k16_bf16(d, desc_a, desc_b);
+  } else if constexpr (N == 48) {
+    wgmma_m64n48k16_bf16(d, desc_a, desc_b);
   } else {
     wgmma_m64n32k16_bf16(d, desc_a, desc_b);
   }
