@@ -124,6 +124,10 @@ TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
   CHECK(plan(64, 5760, 2880, sms).block_m == 64);
   // GPT-OSS T = 512: 120 tiles of 128 x 192 fill one wave (128 x 256: 92 tiles, 128 x 128: 180).
   CHECK((plan(512, 5760, 2880, sms).block_m == 128 && plan(512, 5760, 2880, sms).block_n == 192));
+  // ... unclustered (its 4-stage ring: clusters of 2 measured 1.04-1.09x slower there), where
+  // DeepSeek-V3's 128 x 128 tiles pair along M.
+  CHECK(fp4fuse::gemm::sm90::cluster_for(plan(512, 5760, 2880, sms), 512) == 1);
+  CHECK(fp4fuse::gemm::sm90::cluster_for(plan(512, 4096, 7168, sms), 512) == 2);
   CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
 }
 

@@ -248,12 +248,17 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
 }
 
 /// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
-/// least two row blocks (64 x 48 tiles: never), else 1.
+/// least two row blocks (64 x 48 and 128 x 192 tiles: never), else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
   // 64 x 48 tiles run unclustered: half of their W tile (24 rows) would not start on the swizzle's
-  // 1024-byte period in the peer's ring.
-  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && lp.block_n != 48 ? 2 : 1;
+  // 1024-byte period in the peer's ring. 128 x 192 tiles too: with their 4-stage ring the pair's
+  // every stage waiting for both CTAs' loads costs more than the multicast saves (GPT-OSS, K =
+  // 2880, T = 384 and 512, one tile per CTA: 0.92-0.96x the time of clusters of 2; the 128 x 128
+  // and 64 x 128 tiles of DeepSeek-V3 T = 256 and 512 and the ping-pong at T = 1024 instead take
+  // 1.13-1.32x unclustered; bench/results/engine10.md, calls F-G).
+  const bool unclustered_tile = lp.block_n == 48 || (lp.block_m == 128 && lp.block_n == 192);
+  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && !unclustered_tile ? 2 : 1;
 }
 
 /// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
