@@ -215,7 +215,8 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
                                                 {256, 2, 0, 2, 0}, {256, 1, 0, 3, 0}, {256, 1, 0, 1, 1}, {128, 2, 0, 1, 1},
                                                 {128, 1, 0, 1, 1, 3}, {256, 1, 0, 1, 1, 0, 64}, {64, 1, 0, 1, 0, 0, 128},
                                                 {128, 1, 0, 1, 1, 0, 64}, {128, 1, 0, 1, 0, 0, 32}, {192, 1, 0, 1, 0, 0, 64},
-                                                {192, 1, 0, 1, 1}, {32, 1, 0, 1, 0}, {32, 1, 0, 1, 1, 0, 64}}) {
+                                                {192, 1, 0, 1, 1}, {32, 1, 0, 1, 0}, {32, 1, 0, 1, 1, 0, 64}, {48, 1, 0, 1, 0},
+                                                {48, 1, 0, 2, 0, 0, 64}, {48, 1, 0, 1, 1, 0, 64}}) {
     INFO("plan " << bad.block_n << " split " << bad.splits << " cluster " << bad.cluster << " ping-pong " << bad.pingpong);
     all_flows(good, status::bad_shape, &bad);
   }
@@ -798,6 +799,7 @@ TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 pla
         CHECK(a.outside == 0);
         CHECK(a.guard);
         CHECK(want.outside == 0);
+        CHECK(want.guard);
       }
     };
     same(N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v}; }, "store_bf16");

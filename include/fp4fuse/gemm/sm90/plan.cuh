@@ -160,7 +160,7 @@ struct kernel_list {
   }
 };
 
-/// The dense GEMM's instances, unclustered and in clusters of 2 along M (64 x 48: unclustered, for one row block).
+/// The dense GEMM's instances, unclustered and in clusters of 2 along M (64 x 48: unclustered only, the plan's tile for one row block).
 using dense_kernels = kernel_list<tile_shape<128, 256, 1>, tile_shape<128, 192, 1>, tile_shape<128, 128, 1>, tile_shape<64, 256, 1>,
                                   tile_shape<64, 128, 1>, tile_shape<64, 64, 1>, tile_shape<64, 48, 1>, tile_shape<64, 32, 1>,
                                   tile_shape<128, 128, 1, true, 1>,
@@ -251,8 +251,8 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
 /// least two row blocks (64 x 48 and 128 x 192 tiles: never), else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
-  // 64 x 48 tiles run unclustered: half of their W tile (24 rows) would not start on the swizzle's
-  // 1024-byte period in the peer's ring. 128 x 192 tiles too: with their 4-stage ring the pair's
+  // 64 x 48 tiles run unclustered: the plan takes them for one row block only, and no clustered
+  // instance exists (dense_kernels). 128 x 192 tiles too: with their 4-stage ring the pair's
   // every stage waiting for both CTAs' loads costs more than the multicast saves (GPT-OSS, K =
   // 2880, T = 384 and 512, one tile per CTA: 0.92-0.96x the time of clusters of 2; the 128 x 128
   // and 64 x 128 tiles of DeepSeek-V3 T = 256 and 512 and the ping-pong at T = 1024 instead take
