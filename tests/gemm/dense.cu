@@ -583,6 +583,30 @@ std::string launcher_lines(F&& f) {
   return text;
 }
 
+/// A BF16 output [M, cols] written into poisoned [M, ld] (ld >= cols): D's bytes as [M, cols], how
+/// many 2-byte elements beyond column cols changed from poison, and whether the buffer's guard is intact.
+struct written_bf16 {
+  std::vector<unsigned char> d;
+  std::size_t outside = 0;
+  bool guard = false;
+};
+written_bf16 read_written(const device_buffer& buffer, int M, int cols, int ld) {
+  const std::vector<unsigned char> got = buffer.download();
+  written_bf16 out{std::vector<unsigned char>(static_cast<std::size_t>(M) * cols * 2)};
+  for (int r = 0; r < M; ++r) {
+    for (int c = 0; c < ld; ++c) {
+      const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
+      if (c < cols) {
+        std::memcpy(&out.d[(static_cast<std::size_t>(r) * cols + c) * 2], &got[at], 2);
+      } else {
+        out.outside += got[at] != poison || got[at + 1] != poison;
+      }
+    }
+  }
+  out.guard = buffer.guard_intact();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
@@ -616,11 +640,6 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
     x.upload(xh.data(), xh.size() * 2);
     w.upload(wh.data(), wh.size() * 2);
     // Runs `plan` into poisoned [M, ld]: D's bytes as [M, N], the bytes written beyond column N, the guard.
-    struct written {
-      std::vector<unsigned char> d;
-      std::size_t outside = 0;
-      bool guard = false;
-    };
     const auto run = [&](const launch_plan& plan, int ld) {
       device_buffer d(static_cast<std::size_t>(M) * ld * 2);
       const fp4fuse::gemm::store_bf16 store{{d.as<__nv_bfloat16>(), M, N, ld}};
@@ -637,30 +656,17 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
       CHECK(line.find("sm90 gemm:") != std::string::npos);
       CHECK((line.find("staged through TMA") != std::string::npos) == (ld % 8 == 0));
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
-      const std::vector<unsigned char> got = d.download();
-      written out{std::vector<unsigned char>(static_cast<std::size_t>(M) * N * 2)};
-      for (int r = 0; r < M; ++r) {
-        for (int c = 0; c < ld; ++c) {
-          const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
-          if (c < N) {
-            std::memcpy(&out.d[(static_cast<std::size_t>(r) * N + c) * 2], &got[at], 2);
-          } else {
-            out.outside += got[at] != poison || got[at + 1] != poison;
-          }
-        }
-      }
-      out.guard = d.guard_intact();
-      return out;
+      return read_written(d, M, N, ld);
     };
     INFO("M=" << M << " N=" << N << " K=" << K);
     const std::vector<unsigned char> reference = run(reference_plan, N + 2).d;
     for (const launch_plan& plan : plans) {
       INFO("plan " << plan.block_m << " x " << plan.block_n << (plan.pingpong == 1 ? " ping-pong" : " cooperative") << " split "
                    << plan.splits << " cluster " << plan.cluster << " in flight " << plan.in_flight);
-      const written direct = run(plan, N + 2);
+      const written_bf16 direct = run(plan, N + 2);
       CHECK(direct.outside == 0);
       CHECK(direct.guard);
-      const written staged = run(plan, N + 8);
+      const written_bf16 staged = run(plan, N + 8);
       CHECK(staged.outside == 0);
       CHECK(staged.guard);
       std::size_t differ = 0, differ_reference = 0;
@@ -756,11 +762,6 @@ TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 pla
     const fp4fuse::column_bias bias{b.as<float>(), N};
     // Runs the epilogue that `make(view)` builds over a poisoned [M, cols] (ld = cols + 2) with
     // `plan`: D's bytes, and whether anything beyond them changed.
-    struct written {
-      std::vector<unsigned char> d;
-      std::size_t outside = 0;
-      bool guard = false;
-    };
     const auto run = [&](const launch_plan& plan, int cols, const auto& make) {
       const int ld = cols + 2;
       device_buffer d(static_cast<std::size_t>(M) * ld * 2);
@@ -774,26 +775,13 @@ TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 pla
       const int splits = std::min(plan.splits, (K + 63) / 64);  // the launcher keeps every split's K blocks
       CHECK(line.find("tile 64x" + std::to_string(plan.block_n) + " split " + std::to_string(splits) + " cluster 1") != std::string::npos);
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
-      const std::vector<unsigned char> got = d.download();
-      written out{std::vector<unsigned char>(static_cast<std::size_t>(M) * cols * 2)};
-      for (int r = 0; r < M; ++r) {
-        for (int c = 0; c < ld; ++c) {
-          const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
-          if (c < cols) {
-            std::memcpy(&out.d[(static_cast<std::size_t>(r) * cols + c) * 2], &got[at], 2);
-          } else {
-            out.outside += got[at] != poison || got[at + 1] != poison;
-          }
-        }
-      }
-      out.guard = d.guard_intact();
-      return out;
+      return read_written(d, M, cols, ld);
     };
     const auto same = [&](int cols, const auto& make, const char* what) {
       INFO(what);
       for (const auto& [narrow, wide] : {std::pair{plan48, plan64}, {plan48_split, plan64_split}}) {
         INFO("split " << narrow.splits);
-        const written a = run(narrow, cols, make), want = run(wide, cols, make);
+        const written_bf16 a = run(narrow, cols, make), want = run(wide, cols, make);
         CHECK(a.d == want.d);
         CHECK(std::any_of(a.d.begin(), a.d.end(), [](unsigned char c) { return c != poison; }));
         CHECK(a.outside == 0);
