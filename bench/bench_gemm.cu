@@ -177,9 +177,12 @@ int main(int argc, char** argv) {
                                                     : q;
         }
         // --force: each flow whose epilogue takes the tile's width (64 x 48: not flow 3's NVFP4 blocks).
-        if (force_block_n != 0 && fp4fuse::gemm::sm90::consumer_columns(forced.block_m, forced.block_n) % granule == 0) q = forced;
+        if (force_block_n != 0 && fp4fuse::gemm::sm90::holds_column_granule(forced.block_m, forced.block_n, granule)) q = forced;
         // --cluster: every unsplit plan with a clustered instance (64 x 48 tiles have none).
-        if (force_cluster != 0 && q.splits == 1 && q.block_n != 48) q.cluster = force_cluster;
+        if (force_cluster != 0 && q.splits == 1 &&
+            fp4fuse::gemm::sm90::dense_kernels::contains(fp4fuse::gemm::sm90::dense_key(q, force_cluster))) {
+          q.cluster = force_cluster;
+        }
         if (q.pingpong == 1 && in_flight != 0) q.in_flight = in_flight;
         q.cluster = fp4fuse::gemm::sm90::cluster_for(q, T);
       }

@@ -165,7 +165,7 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   if constexpr (plain_store) stageable = detail::stageable(epi);
   constexpr int granule = column_granule<Epilogue>;
   launch_plan lp = force != nullptr ? *force : plan(M, N, K, sms, stageable, granule);
-  if (consumer_columns(lp.block_m, lp.block_n) % granule != 0) {
+  if (!holds_column_granule(lp.block_m, lp.block_n, granule)) {
     return result::with(status::bad_shape,
                         "fp4fuse::gemm::sm90::launch: %d x %d tiles give a consumer warpgroup %d gate/up columns, not a whole number of the "
                         "epilogue's granule of %d (an NVFP4 block spans 32)",
@@ -179,14 +179,14 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   const int u = lp.units;
   const dense_schedule::arguments dense{};
-  const kernel_key key{lp.block_m, lp.block_n, lp.cluster, false, lp.pingpong == 1, lp.in_flight == 1 ? 1 : 2};
+  const kernel_key key = dense_key(lp, lp.cluster);
   detail::staged_bf16_store staged{};
   bool use_staged = false;  // the tensor map encoded only for a plan that stages
   if constexpr (plain_store) use_staged = stageable && lp.block_m == 128 && detail::stage_store(epi, staged);
   const auto run = [&] {
     return dense_kernels::dispatch(key, "fp4fuse::gemm::sm90::launch", [&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (consumer_columns(Shape::m, Shape::n) % granule != 0) {
+      if constexpr (!holds_column_granule(Shape::m, Shape::n, granule)) {
         return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch: the epilogue takes no %d x %d tiles", Shape::m, Shape::n);  // refused above
       } else {
         if constexpr (Shape::m == 128 && plain_store) {

@@ -21,6 +21,11 @@ constexpr std::size_t max_smem_per_cta = 227 * 1024;
 constexpr bool single_consumer_tile(int cols) { return cols == 32 || cols == 48; }
 /// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
 constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
+/// True when each consumer's part of rows x cols tiles holds a whole number of an epilogue's
+/// `column_granule` (gemm/tile_grid.cuh): the tiles that epilogue can take.
+constexpr bool holds_column_granule(int rows, int cols, int column_granule) {
+  return column_granule > 0 && consumer_columns(rows, cols) % column_granule == 0;
+}
 
 /// Tile shape and ring depth for BlockM x BlockN tiles: 128 x 256, 128 x 192 or 128 x 128 (each consumer
 /// warpgroup computes 64 rows of the tile), 192 x 128 (three consumer warpgroups of 64 rows: the
@@ -179,6 +184,11 @@ struct launch_plan {
   int block_m = 128;  ///< tile rows: 128, or 64 (64 x 256, 64 x 128, 64 x 64, 64 x 48 and 64 x 32 tiles, cooperative only)
 };
 
+/// The dispatch table's key of dense plan `p` with `cluster` CTAs per cluster (along M).
+constexpr kernel_key dense_key(const launch_plan& p, int cluster) {
+  return {p.block_m, p.block_n, cluster, false, p.pingpong == 1, p.in_flight == 1 ? 1 : 2};
+}
+
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
 /// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
 /// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
@@ -240,31 +250,31 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
     best = {32, 1, tiles32, 0, -1, 0, 64};
   }
   const int tiles48 = ((M + 63) / 64) * ((N + 47) / 48);
-  if (one_row_block && column_granule > 0 && 48 % column_granule == 0 && best.block_m == 64 && best.block_n == 64 && best.splits == 1 &&
+  if (one_row_block && holds_column_granule(64, 48, column_granule) && best.block_m == 64 && best.block_n == 64 && best.splits == 1 &&
       tiles48 <= sms && 4 * tiles48 >= 3 * sms) {
     best = {48, 1, tiles48, 0, -1, 0, 64};
   }
   return best;
 }
 
-/// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split and M has at
-/// least two row blocks (64 x 48 and 128 x 192 tiles: never), else 1.
+/// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split, M has at least
+/// two row blocks and the tile has a clustered instance (dense_kernels; 64 x 48, the plan's tile
+/// for one row block, has none), except 128 x 192 tiles; else 1.
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
-  // 64 x 48 tiles run unclustered: the plan takes them for one row block only, and no clustered
-  // instance exists (dense_kernels). 128 x 192 tiles too: with their 4-stage ring the pair's
-  // every stage waiting for both CTAs' loads costs more than the multicast saves (GPT-OSS, K =
-  // 2880, T = 384 and 512, one tile per CTA: 0.92-0.96x the time of clusters of 2; the 128 x 128
-  // and 64 x 128 tiles of DeepSeek-V3 T = 256 and 512 and the ping-pong at T = 1024 instead take
-  // 1.13-1.32x unclustered; bench/results/engine10.md, calls F-G).
-  const bool unclustered_tile = lp.block_n == 48 || (lp.block_m == 128 && lp.block_n == 192);
-  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && !unclustered_tile ? 2 : 1;
+  // 128 x 192 tiles run unclustered: with their 4-stage ring the pair's every stage waiting for both
+  // CTAs' loads costs more than the multicast saves (GPT-OSS, K = 2880, T = 384 and 512, one tile
+  // per CTA: 0.92-0.96x the time of clusters of 2; the 128 x 128 and 64 x 128 tiles of DeepSeek-V3
+  // T = 256 and 512 and the ping-pong at T = 1024 instead take 1.13-1.32x unclustered;
+  // bench/results/engine10.md, calls F-G).
+  const bool pairs_gain = dense_kernels::contains(dense_key(lp, 2)) && !(lp.block_m == 128 && lp.block_n == 192);
+  return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && pairs_gain ? 2 : 1;
 }
 
 /// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
 /// 64 x 256, 64 x 128, 64 x 64, 64 x 48 or 64 x 32 cooperative tiles, the 128 x 128 ping-pong with 1
-/// or 2 K steps in flight), 1..16 splits, clusters of 1 or 2 only without a split (64 x 48: 1),
-/// ping-pong only unsplit. Refusals say which. (Whether the epilogue takes the tile's width, the
+/// or 2 K steps in flight; clusters of 2 where the table has them: not 64 x 48), 1..16 splits,
+/// clusters of 1 or 2 only without a split, ping-pong only unsplit. Refusals say which. (Whether the epilogue takes the tile's width, the
 /// launch says: 64 x 48 holds no whole NVFP4 block per consumer.)
 inline result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
@@ -273,18 +283,16 @@ inline result validate_plan(const launch_plan* p) {
     return result::with(status::bad_shape, "%s: pingpong = %d must be -1, 0 or 1 and in_flight = %d 0, 1 or 2", entry, p->pingpong, p->in_flight);
   }
   const bool pp = p->pingpong == 1;
-  const kernel_key k{p->block_m, p->block_n, 1, false, pp, p->in_flight == 0 ? 2 : p->in_flight};
-  if (!dense_kernels::contains(k)) {
-    return result::with(status::bad_shape, "%s: no dense kernel has %d x %d %s tiles", entry, p->block_m, p->block_n, pp ? "ping-pong" : "cooperative");
+  const int cluster = p->cluster == 2 ? 2 : 1;
+  if (!dense_kernels::contains(dense_key(*p, cluster))) {
+    return result::with(status::bad_shape, "%s: no dense kernel has %d x %d %s tiles in clusters of %d", entry, p->block_m, p->block_n,
+                        pp ? "ping-pong" : "cooperative", cluster);
   }
   if (p->splits < 1 || p->splits > 16 || (pp && p->splits != 1)) {
     return result::with(status::bad_shape, "%s: splits = %d must be in [1, 16], and 1 for the ping-pong kernel", entry, p->splits);
   }
   if (!(p->cluster == 0 || p->cluster == 1 || (p->cluster == 2 && p->splits == 1))) {
     return result::with(status::bad_shape, "%s: cluster = %d must be 0 (choose), 1, or 2 without a K split", entry, p->cluster);
-  }
-  if (p->block_n == 48 && p->cluster == 2) {
-    return result::with(status::bad_shape, "%s: 64 x 48 tiles run unclustered (cluster = 2 given)", entry);
   }
   return {};
 }
