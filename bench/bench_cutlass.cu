@@ -100,7 +100,9 @@ struct cutlass_launch {
       std::exit(1);
     }
   }
-  ~cutlass_launch() { cudaFree(workspace); }
+  ~cutlass_launch() {
+    if (const cudaError_t e = cudaFree(workspace); e != cudaSuccess) std::fprintf(stderr, "cutlass_launch: cudaFree: %s\n", cudaGetErrorString(e));
+  }
 };
 
 struct model {
@@ -179,7 +181,7 @@ struct grouped_run {
     for (const void* q : {static_cast<const void*>(p.shapes), static_cast<const void*>(p.a), static_cast<const void*>(p.b),
                           static_cast<const void*>(p.stride_a), static_cast<const void*>(p.stride_b), static_cast<const void*>(p.stride_c),
                           static_cast<const void*>(p.stride_d), static_cast<const void*>(p.d)}) {
-      cudaFree(const_cast<void*>(q));
+      if (const cudaError_t e = cudaFree(const_cast<void*>(q)); e != cudaSuccess) std::fprintf(stderr, "grouped_run: cudaFree: %s\n", cudaGetErrorString(e));
     }
   }
   void fill() const { make_grouped_problem<G><<<1, 64>>>(p, rows.d_offsets, rows.experts, rows.x, rows.w, rows.N, rows.K, d); }

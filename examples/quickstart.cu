@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   bool identical_x = true, identical_h = true;
   if (gpu) {
     cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
+    if (!cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties")) return 1;
     std::printf("fp4fuse %s quickstart on %s (sm_%d%d), E2M1 path: %s\n", FP4FUSE_VERSION_STRING, prop.name, prop.major,
                 prop.minor, prop.major >= 10 ? "hardware cvt where compiled for it" : "software (no e2m1 cvt before sm_100)");
     __nv_bfloat16 *d_x, *d_gu;
@@ -125,9 +125,11 @@ int main(int argc, char** argv) {
               cuda_ok(cudaMalloc(&d_S, 4), "cudaMalloc") && cuda_ok(cudaMalloc(&d_amax, 4), "cudaMalloc") &&
               cuda_ok(cudaMalloc(&d_Sh, 4), "cudaMalloc");
     if (!ok) return 1;
-    cuda_ok(cudaMemcpy(d_x, x.data(), x.size() * 2, cudaMemcpyHostToDevice), "upload");
-    cuda_ok(cudaMemcpy(d_gu, gu.data(), gu.size() * 2, cudaMemcpyHostToDevice), "upload");
-    cuda_ok(cudaMemcpy(d_Sh, &Sh, 4, cudaMemcpyHostToDevice), "upload");
+    if (!cuda_ok(cudaMemcpy(d_x, x.data(), x.size() * 2, cudaMemcpyHostToDevice), "upload") ||
+        !cuda_ok(cudaMemcpy(d_gu, gu.data(), gu.size() * 2, cudaMemcpyHostToDevice), "upload") ||
+        !cuda_ok(cudaMemcpy(d_Sh, &Sh, 4, cudaMemcpyHostToDevice), "upload")) {
+      return 1;
+    }
     // 1. amax -> S on the device, then quantize reading S from device memory.
     const fp4fuse::matrix_view<const __nv_bfloat16> x_view{d_x, M, K, K}, gu_view{d_gu, M, 2 * I, 2 * I};
     fp4fuse::result r = fp4fuse::amax(x_view, d_amax, fp4fuse::global_scale::per_tensor{d_S});
@@ -141,16 +143,18 @@ int main(int argc, char** argv) {
     if (!cuda_ok(cudaDeviceSynchronize(), "kernels")) return 1;
     quantized dx{std::vector<unsigned char>(hx.packed.size()), std::vector<unsigned char>(hx.scales.size())};
     quantized dh{std::vector<unsigned char>(hh.packed.size()), std::vector<unsigned char>(hh.scales.size())};
-    cuda_ok(cudaMemcpy(dx.packed.data(), d_px, dx.packed.size(), cudaMemcpyDeviceToHost), "download");
-    cuda_ok(cudaMemcpy(dx.scales.data(), d_sx, dx.scales.size(), cudaMemcpyDeviceToHost), "download");
-    cuda_ok(cudaMemcpy(dh.packed.data(), d_ph, dh.packed.size(), cudaMemcpyDeviceToHost), "download");
-    cuda_ok(cudaMemcpy(dh.scales.data(), d_sh, dh.scales.size(), cudaMemcpyDeviceToHost), "download");
+    if (!cuda_ok(cudaMemcpy(dx.packed.data(), d_px, dx.packed.size(), cudaMemcpyDeviceToHost), "download") ||
+        !cuda_ok(cudaMemcpy(dx.scales.data(), d_sx, dx.scales.size(), cudaMemcpyDeviceToHost), "download") ||
+        !cuda_ok(cudaMemcpy(dh.packed.data(), d_ph, dh.packed.size(), cudaMemcpyDeviceToHost), "download") ||
+        !cuda_ok(cudaMemcpy(dh.scales.data(), d_sh, dh.scales.size(), cudaMemcpyDeviceToHost), "download")) {
+      return 1;
+    }
     identical_x = dx.packed == hx.packed && dx.scales == hx.scales;
     identical_h = dh.packed == hh.packed && dh.scales == hh.scales;
     for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_gu), static_cast<void*>(d_px), static_cast<void*>(d_sx),
                     static_cast<void*>(d_ph), static_cast<void*>(d_sh), static_cast<void*>(d_S), static_cast<void*>(d_amax),
                     static_cast<void*>(d_Sh)})
-      cudaFree(p);
+      if (!cuda_ok(cudaFree(p), "cudaFree")) return 1;
   } else {
     std::printf("fp4fuse %s quickstart: no CUDA device here, so the same functions ran on the host only\n",
                 FP4FUSE_VERSION_STRING);

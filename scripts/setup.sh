@@ -9,7 +9,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
     if [ -x "$d/nvcc" ]; then export PATH="$d:$PATH"; break; fi
   done
 fi
-command -v nvcc >/dev/null 2>&1 || { echo "fp4fuse: nvcc not found; install the CUDA Toolkit 12.8+ first" >&2; exit 1; }
+command -v nvcc >/dev/null 2>&1 || { echo "fp4fuse: nvcc not found; install the CUDA Toolkit 12.9+ (or 12.8 with CCCL 2.8+) first" >&2; exit 1; }
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi

@@ -9,7 +9,8 @@ static_assert(FP4FUSE_ARCH_IS_SM90A == EXPECT_SM90A, "FP4FUSE_ARCH_IS_SM90A disa
 static_assert(FP4FUSE_ARCH_HAS_SM90 == (__CUDA_ARCH__ >= 900), "FP4FUSE_ARCH_HAS_SM90 disagrees with the target");
 static_assert(FP4FUSE_DEVICE_PASS == 1, "device pass");
 #else
-static_assert(FP4FUSE_ARCH_HAS_E2M1_CVT == 0 && FP4FUSE_ARCH_HAS_E4M3_CVT == 0 && FP4FUSE_ARCH_HAS_SM90 == 0 && FP4FUSE_DEVICE_PASS == 0,
+static_assert(FP4FUSE_ARCH_HAS_E2M1_CVT == 0 && FP4FUSE_ARCH_HAS_E4M3_CVT == 0 && FP4FUSE_ARCH_HAS_SM90 == 0 && FP4FUSE_ARCH_IS_SM90A == 0 &&
+                  FP4FUSE_DEVICE_PASS == 0,
               "the host pass has no device features");
 #endif
 

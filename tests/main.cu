@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
       return 77;
     }
     cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
+    if (const cudaError_t e = cudaGetDeviceProperties(&prop, 0); e != cudaSuccess) {
+      std::printf("FAIL: a CUDA device exists but its properties cannot be read (%s)\n", cudaGetErrorString(e));
+      return 1;
+    }
     std::printf("GPU: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
   }
   if (!have_filter) {

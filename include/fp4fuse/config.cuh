@@ -39,7 +39,7 @@
 
 #include <cuda/version>
 #if !defined(CCCL_MAJOR_VERSION) || CCCL_MAJOR_VERSION < 2 || (CCCL_MAJOR_VERSION == 2 && CCCL_MINOR_VERSION < 8)
-#  error "fp4fuse needs CCCL 2.8 or newer (it ships with CUDA 12.8): the bundled libcu++/CUB is too old."
+#  error "fp4fuse needs CCCL 2.8 or newer: CUDA 12.9 and later ship it, CUDA 12.8 ships CCCL 2.7. With CUDA 12.8, put a newer CCCL's include directory (github.com/NVIDIA/cccl) ahead of the toolkit's with -I."
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && (__GNUC__ < 9)

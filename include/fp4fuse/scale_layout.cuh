@@ -49,6 +49,7 @@
 /// (CUDA graphs). Every byte that is not a scale of a routed row is padding and holds 0x00:
 /// expert padding, gaps and the tail.
 #include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/cmath.cuh"
 
 #include <cuda/cmath>
 #include <cuda/std/cstdint>
@@ -105,11 +106,11 @@ struct swizzled_128x4 {
 
   /// M' = round_up(rows, 128).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
-    return cuda::round_up(rows, row_tile);
+    return fp4fuse::detail::round_up(rows, row_tile);
   }
   /// K' = round_up(scale_cols, 4).
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const {
-    return cuda::round_up(scale_cols, col_tile);
+    return fp4fuse::detail::round_up(scale_cols, col_tile);
   }
   /// M' * K' bytes.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
@@ -173,10 +174,10 @@ struct grouped_swizzled_128x4 {
 
   /// round_up(rows + 127 E, 128): enough for any routing under either convention.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
-    return cuda::round_up(rows + (row_tile - 1) * experts, row_tile);
+    return fp4fuse::detail::round_up(rows + (row_tile - 1) * experts, row_tile);
   }
   /// K' = round_up(scale_cols, 4).
-  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return cuda::round_up(scale_cols, swizzled_128x4::col_tile); }
+  FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return fp4fuse::detail::round_up(scale_cols, swizzled_128x4::col_tile); }
   /// padded_rows() * padded_cols() bytes.
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
 
@@ -190,7 +191,7 @@ struct grouped_swizzled_128x4 {
       return padded_rows_before;
     } else {
       (void)padded_rows_before;
-      return cuda::round_up(token_offset + (row_tile - 1) * e, row_tile);
+      return fp4fuse::detail::round_up(token_offset + (row_tile - 1) * e, row_tile);
     }
   }
 
@@ -208,7 +209,7 @@ struct grouped_swizzled_128x4 {
   FP4FUSE_HOST_DEVICE constexpr expert_block expert(cuda::std::int32_t e) const {
     cuda::std::int64_t before = 0;
     if constexpr (cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum>) {
-      for (cuda::std::int32_t i = 0; i < e; ++i) before += cuda::round_up(cuda::std::int64_t{expert_offsets[i + 1] - expert_offsets[i]}, row_tile);
+      for (cuda::std::int32_t i = 0; i < e; ++i) before += fp4fuse::detail::round_up(cuda::std::int64_t{expert_offsets[i + 1] - expert_offsets[i]}, row_tile);
     }
     return {start_row(e, expert_offsets[e], before), swizzled_128x4{expert_offsets[e + 1] - expert_offsets[e], scale_cols}};
   }
@@ -236,7 +237,7 @@ struct grouped_swizzled_128x4 {
       const cuda::std::int64_t count = expert_offsets[e + 1] - expert_offsets[e];
       const cuda::std::int64_t start = start_row(e, expert_offsets[e], before);
       if (scale_row >= start && scale_row < start + count) return false;
-      before += cuda::round_up(count, row_tile);
+      before += fp4fuse::detail::round_up(count, row_tile);
     }
     return true;
   }

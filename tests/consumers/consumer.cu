@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
               cudaMemcpy(d_x, v, sizeof v, cudaMemcpyHostToDevice) == cudaSuccess;
     if (ok) {
       encode_kernel<<<1, 1>>>(d_x, d_out);
-      ok = cudaMemcpy(&out, d_out, sizeof out, cudaMemcpyDeviceToHost) == cudaSuccess;
+      ok = cudaGetLastError() == cudaSuccess && cudaMemcpy(&out, d_out, sizeof out, cudaMemcpyDeviceToHost) == cudaSuccess;
     }
     cudaFree(d_x);
     cudaFree(d_out);

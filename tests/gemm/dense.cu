@@ -225,6 +225,17 @@ TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[ex
   CHECK(fp4fuse::gemm::gemm(x, x, 64, 64, 60, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
   CHECK(fp4fuse::gemm::gemm(x, x, 64, 60, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::not_multiple_of_block);
   CHECK(fp4fuse::gemm::gemm(x, x, (1 << 30) + 8, 64, 64, fp4fuse::gemm::store_bf16{}, fp4fuse::gemm::engine::automatic).code == status::bad_shape);
+  // M = 0 (status.hpp's rule for an empty output): ok with no CUDA call, whatever the engine, so
+  // also here without a GPU; a negative M is refused. The output is valid but never written.
+  {
+    const fp4fuse::matrix_view<__nv_bfloat16> none{static_cast<__nv_bfloat16*>(fake(0x300000)), 0, 64, 64};
+    for (const auto e : {fp4fuse::gemm::engine::automatic, fp4fuse::gemm::engine::wgmma, fp4fuse::gemm::engine::mma_sync}) {
+      const fp4fuse::result r = fp4fuse::gemm::gemm(x, x, 0, 64, 64, fp4fuse::gemm::store_bf16{none}, e);
+      INFO(r.message());
+      CHECK(r.code == status::ok);
+    }
+    CHECK(fp4fuse::gemm::gemm(x, x, -1, 64, 64, fp4fuse::gemm::store_bf16{none}, fp4fuse::gemm::engine::automatic).code == status::bad_shape);
+  }
   // The BF16 outputs: stored as 4-byte BF16 pairs, so data 4-byte aligned and ld even (an odd ld
   // made the direct store fault on a misaligned address before this check existed).
   auto* o = static_cast<__nv_bfloat16*>(fake(0x300000));
@@ -458,11 +469,10 @@ std::vector<fp4fuse::gemm::engine> engines_here() {
 }
 
 /// True where the wgmma engine runs (an sm_90 device and this build's sm_90a image); otherwise
-/// warns "no sm_90 device with an sm_90a image: `untested`" and returns false.
+/// fails on an sm_90 device (a build without the sm_90a image) and warns on others
+/// (sm90_engine_here), and returns false.
 bool wgmma_here(const char* untested) {
-  if (fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) == fp4fuse::gemm::engine::wgmma) return true;
-  WARN("no sm_90 device with an sm_90a image: " << untested);
-  return false;
+  return sm90_engine_here(fp4fuse::gemm::resolve(fp4fuse::gemm::engine::automatic) == fp4fuse::gemm::engine::wgmma, untested);
 }
 
 }  // namespace

@@ -326,7 +326,9 @@ void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bia
   check_against_dense(p, plan, act);
 }
 
-bool grouped_runs_here() { return fp4fuse::gemm::detail::wgmma_runs_here(); }
+/// True where the grouped kernels run; fails on an sm_90 device without the sm_90a image, warns
+/// elsewhere (sm90_engine_here).
+bool grouped_runs_here() { return sm90_engine_here(fp4fuse::gemm::detail::wgmma_runs_here(), "the grouped kernels are not exercised"); }
 
 const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
                                   {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true},
@@ -358,10 +360,7 @@ TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_devi
 }
 
 TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][examples][moe]") {
-  if (!grouped_runs_here()) {
-    WARN("no sm_90 device with an sm_90a image: the grouped kernels are not exercised");
-    return;
-  }
+  if (!grouped_runs_here()) return;
   // Edge counts: empty experts, 1, 15, 127, 128, 129 rows, and more than one tile pair; 64, 65,
   // 192 and 193 about the 192-row tiles' fragments (the second or third wholly beyond the rows).
   const std::vector<std::int32_t> edges{0, 1, 15, 0, 127, 128, 129, 0, 300, 2, 64, 65, 192, 193};
@@ -413,10 +412,7 @@ void check_bands_without_memset(const std::vector<std::int32_t>& counts, const g
 }  // namespace
 
 TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding included, and nothing else", "[gpu][examples][moe]") {
-  if (!grouped_runs_here()) {
-    WARN("no sm_90 device with an sm_90a image: the grouped kernels are not exercised");
-    return;
-  }
+  if (!grouped_runs_here()) return;
   // Counts {128, 5} leave an offset_bound gap after a full band; 1 and 129 rows leave pairs of
   // tiles (clusters) beyond the expert's rows. 300 rows: the second 192-row tile's third consumer
   // holds no row of the expert but rows 320-383 of its band, whose padding it alone writes

@@ -4,6 +4,7 @@
 #include <fp4fuse/fp4fuse.cuh>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -12,6 +13,24 @@
 #include "../test_support.hpp"
 
 namespace fp4fuse_test {
+
+/// Whether a GPU case of the sm_90a GEMM engine runs its subject: `runs` is the library's answer
+/// (fp4fuse::gemm::detail::wgmma_runs_here()). Such a case must not pass without running the
+/// engine: on an sm_90 device, the engine's target, a build without an sm_90a image FAILs it (the
+/// build's gpu_targets lack arch=compute_90a,code=sm_90a); on another GPU, where the engine does
+/// not exist, the case warns and returns (Catch2 2.x has no skip).
+inline bool sm90_engine_here(bool runs, const char* untested) {
+  if (runs) return true;
+  int device = 0, major = 0, minor = 0;
+  const bool known = cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
+  (void)cudaGetLastError();
+  if (known && major == 9 && minor == 0) {
+    FAIL("an sm_90 GPU, but this build has no sm_90a image (gpu_targets needs arch=compute_90a,code=sm_90a): " << untested);
+  }
+  WARN("not an sm_90 GPU: the sm_90a engine does not run here; " << untested);
+  return false;
+}
 
 /// The global-scale descriptor of a test written for both formats: NVFP4's S in device memory
 /// (`per_tensor`), or `none` for MXFP4.
@@ -44,7 +63,11 @@ class device_buffer {
     FP4FUSE_TEST_CUDA(cudaMalloc(&ptr_, bytes + guard_bytes));
     FP4FUSE_TEST_CUDA(cudaMemset(ptr_, poison, bytes + guard_bytes));
   }
-  ~device_buffer() { cudaFree(ptr_); }
+  ~device_buffer() {
+    // A destructor cannot fail the test: a failed free (a sticky error from an earlier launch,
+    // which that launch's check reports) is printed.
+    if (const cudaError_t e = cudaFree(ptr_); e != cudaSuccess) std::fprintf(stderr, "device_buffer: cudaFree: %s\n", cudaGetErrorString(e));
+  }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
   template <class T>

@@ -68,13 +68,13 @@ struct no_output {
 /// \tparam EpilogueTile    the epilogue subtile: M 128, N a multiple of 2 * block size (32 NVFP4, 64 MXFP4)
 template <class Op, class CtaTileShapeMNK, class EpilogueTile>
 struct Sm100SwiGluQuantize : detail::node_base<Op> {
-  using operation_type = Op;
-  using Format = typename Op::format_type;
-  static constexpr int block_size = Format::block_size;
-  static constexpr int tile_m = cute::size<0>(CtaTileShapeMNK{});
-  static constexpr int tile_n = cute::size<1>(CtaTileShapeMNK{});
-  static constexpr int epi_m = cute::size<0>(EpilogueTile{});
-  static constexpr int epi_n = cute::size<1>(EpilogueTile{});
+  using operation_type = Op;                    ///< the operation this node implements
+  using Format = typename Op::format_type;       ///< NVFP4 or MXFP4 (with its recipe)
+  static constexpr int block_size = Format::block_size;       ///< 16 (NVFP4) or 32 (MXFP4) outputs per scale
+  static constexpr int tile_m = cute::size<0>(CtaTileShapeMNK{});  ///< the CTA tile's rows (128)
+  static constexpr int tile_n = cute::size<1>(CtaTileShapeMNK{});  ///< the CTA tile's gate/up columns
+  static constexpr int epi_m = cute::size<0>(EpilogueTile{});      ///< the epilogue subtile's rows (128)
+  static constexpr int epi_n = cute::size<1>(EpilogueTile{});      ///< the epilogue subtile's gate/up columns
   static_assert(tile_n % (2 * block_size) == 0,
                 "fp4fuse Sm100SwiGluQuantize: the CTA tile's N must be a whole number of blocks of gate/up pairs (a multiple of 32 for NVFP4, 64 for MXFP4)");
   static_assert(epi_m == 128 && tile_m == 128,
@@ -84,16 +84,20 @@ struct Sm100SwiGluQuantize : detail::node_base<Op> {
                 "fp4fuse Sm100SwiGluQuantize: the epilogue tile's N must be a multiple of 32 (NVFP4) or 64 (MXFP4) gate/up columns and divide the CTA tile's N");
   using detail::node_base<Op>::node_base;
 
+  /// One epilogue thread's state for one CTA tile (CUTLASS's consumer store callbacks): `visit`
+  /// quantizes each fragment of the thread's row, `end` writes the tile's share of the scale
+  /// padding beyond the grid.
   template <class ThrCoordTensor, class TileCoord, int Threads>
   struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks, detail::node_tile<Op, tile_m, tile_n, TileCoord> {
-    using Tile = detail::node_tile<Op, tile_m, tile_n, TileCoord>;
+    using Tile = detail::node_tile<Op, tile_m, tile_n, TileCoord>;  ///< the tile's output, codec and coordinates
+    /// The tile's state from the thread's coordinates and the collective's tile arguments.
     template <class... TileArgs>
     CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, TileArgs const&... tile_args)
         : Tile(tile_args...), tCcD(tCcD), args(this->params) {}
 
-    ThrCoordTensor tCcD;  // (T2R, T2R_M, T2R_N, EPI_M, EPI_N): the thread's coordinates relative to its first
-    // The arguments by value: read through the node's reference, the MXFP4 kernel kept a copy of
-    // the collective's parameters in local memory (208 bytes, nvcc 13.0); by value they are registers.
+    ThrCoordTensor tCcD;  ///< (T2R, T2R_M, T2R_N, EPI_M, EPI_N): the thread's coordinates relative to its first
+    /// The node's arguments by value: read through the node's reference, the MXFP4 kernel kept a
+    /// copy of the collective's parameters in local memory (208 bytes, nvcc 13.0); by value they are registers.
     SwiGluQuantizeArguments<Op> args;
 
     /// One fragment: FragmentSize consecutive gate/up columns of the thread's row, quantized and
@@ -123,9 +127,11 @@ struct Sm100SwiGluQuantize : detail::node_base<Op> {
       return detail::no_output{};
     }
 
+    /// After the tile's last fragment: the scale padding the tile grid does not cover (0x00).
     CUTLASS_DEVICE void end() { this->pad_beyond_grid(Threads); }
   };
 
+  /// CUTLASS's hook: the consumer store callbacks of the tile `args` describes.
   template <bool ReferenceSrc, class... Args>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const& args) {
     static_assert(!ReferenceSrc, "fp4fuse Sm100SwiGluQuantize: the sm100 collective's registers follow the tmem load's destination layout");

@@ -46,48 +46,59 @@ namespace fp4fuse::cutlass_ext {
 ///                         N a multiple of 2 * block size (32 NVFP4, 64 MXFP4) that divides the tile's N
 template <class Op, class CtaTileShapeMNK, class EpilogueTile>
 struct Sm90SwiGluQuantize : detail::node_base<Op> {
-  using operation_type = Op;
-  using Format = typename Op::format_type;
-  static constexpr int block_size = Format::block_size;
-  static constexpr int tile_m = cute::size<0>(CtaTileShapeMNK{});
-  static constexpr int tile_n = cute::size<1>(CtaTileShapeMNK{});
-  static constexpr int epi_m = cute::size<0>(EpilogueTile{});
-  static constexpr int epi_n = cute::size<1>(EpilogueTile{});
+  using operation_type = Op;                    ///< the operation this node implements
+  using Format = typename Op::format_type;       ///< NVFP4 or MXFP4 (with its recipe)
+  static constexpr int block_size = Format::block_size;       ///< 16 (NVFP4) or 32 (MXFP4) outputs per scale
+  static constexpr int tile_m = cute::size<0>(CtaTileShapeMNK{});  ///< the CTA tile's rows
+  static constexpr int tile_n = cute::size<1>(CtaTileShapeMNK{});  ///< the CTA tile's gate/up columns
+  static constexpr int epi_m = cute::size<0>(EpilogueTile{});      ///< the epilogue subtile's rows
+  static constexpr int epi_n = cute::size<1>(EpilogueTile{});      ///< the epilogue subtile's gate/up columns
   static_assert(tile_n % (2 * block_size) == 0,
                 "fp4fuse Sm90SwiGluQuantize: the CTA tile's N must be a whole number of blocks of gate/up pairs (a multiple of 32 for NVFP4, 64 for MXFP4)");
   static_assert(epi_n % (2 * block_size) == 0 && tile_n % epi_n == 0,
                 "fp4fuse Sm90SwiGluQuantize: the epilogue tile's N must be a multiple of 32 (NVFP4) or 64 (MXFP4) gate/up columns and divide the CTA tile's N");
   /// n8 accumulator tiles per warp and subtile.
   static constexpr int tiles = epi_n / 8;
-  using Params = typename detail::node_base<Op>::Params;
+  using Params = typename detail::node_base<Op>::Params;  ///< the device-side arguments (CUTLASS's `Params`)
   using detail::node_base<Op>::node_base;
 
   // Its own tile state rather than detail::node_tile: deriving from that (the sm100 node's) put the
   // MXFP4 cooperative kernel's state on the stack (224 bytes of local memory, sm_90a).
+  /// One consumer thread's state for one CTA tile (CUTLASS's consumer store callbacks): `reduce`
+  /// quantizes each epilogue subtile from the thread's registers, `end` writes the tile's share of
+  /// the scale padding beyond the grid.
   template <class ThrCoordTensor, class TileCoord, int Threads>
   struct ConsumerStoreCallbacks : cutlass::epilogue::fusion::EmptyConsumerStoreCallbacks {
+    /// The tile's state: the thread's coordinates, its first accumulator's row and column, the tile
+    /// (group = its 4th coordinate), the problem's M and N, and the group's output and codec.
     CUTLASS_DEVICE ConsumerStoreCallbacks(ThrCoordTensor tCcD, cuda::std::int64_t first_row, cuda::std::int64_t first_col, TileCoord tile,
                                           cuda::std::int64_t M, cuda::std::int64_t N, int thread_idx, Params const& params)
         : tCcD(tCcD), first_row(first_row), first_col(first_col), tile(tile), M(M), N(N), thread_idx(thread_idx), params(params),
           group(static_cast<int>(cute::get<3>(tile))), out(detail::library<Op>::group_output(params, group, M)),
           codec(detail::library<Op>::codec(params, group)) {}
 
-    ThrCoordTensor tCcD;                // (R2S, R2S_M, R2S_N, EPI_M, EPI_N): the thread's coordinates relative to its first
-    cuda::std::int64_t first_row, first_col;  // the thread's first accumulator's row and column in D (of its group)
-    TileCoord tile;                     // (m, n, k, l): l is the group of a grouped GEMM
-    cuda::std::int64_t M, N;
-    int thread_idx;
-    Params const& params;
-    int group;
-    typename detail::library<Op>::dense_output out;
-    typename detail::library<Op>::codec_type codec;
+    ThrCoordTensor tCcD;                      ///< (R2S, R2S_M, R2S_N, EPI_M, EPI_N): the thread's coordinates relative to its first
+    cuda::std::int64_t first_row;             ///< the thread's first accumulator's row in D (of its group)
+    cuda::std::int64_t first_col;             ///< the thread's first accumulator's gate/up column in D
+    TileCoord tile;                           ///< (m, n, k, l): l is the group of a grouped GEMM
+    cuda::std::int64_t M;                     ///< the problem's (the group's) rows
+    cuda::std::int64_t N;                     ///< the problem's gate/up columns
+    int thread_idx;                           ///< the thread's index among the epilogue's threads
+    Params const& params;                     ///< the node's device arguments
+    int group;                                ///< the tile's group (0 for a dense GEMM)
+    typename detail::library<Op>::dense_output out;  ///< the group's output
+    typename detail::library<Op>::codec_type codec;  ///< the group's block codec (its global scale)
 
+    /// Passes the accumulator fragment through: quantized in `reduce`, once the subtile is whole.
     template <class ElementAccumulator, class ElementInput, int FragmentSize>
     CUTLASS_DEVICE auto visit(cutlass::Array<ElementAccumulator, FragmentSize> const&, int, int, int,
                               cutlass::Array<ElementInput, FragmentSize> const& frg_input) {
       return frg_input;  // quantized in `reduce`, once the subtile is whole
     }
 
+    /// Quantizes epilogue subtile (sub_m, sub_n) from the thread's registers (`visit_results`):
+    /// act(gate) * up as packed E2M1 and block scales through the library's wgmma form, exactly
+    /// `swiglu_quantize`'s bytes. A register layout other than the wgmma accumulator's traps.
     template <class STensor, class SyncFn, class VTensor>
     CUTLASS_DEVICE void reduce(STensor&&, SyncFn const&, int sub_m, int sub_n, bool, VTensor visit_results) {
       using namespace cute;
@@ -120,11 +131,13 @@ struct Sm90SwiGluQuantize : detail::node_base<Op> {
       detail::library<Op>::quantize_warp_tile(acc, origin, params, out, group, codec);
     }
 
+    /// After the tile's last subtile: the scale padding the tile grid does not cover (0x00).
     CUTLASS_DEVICE void end() {
       detail::library<Op>::template pad_tile_beyond_grid<tile_m, tile_n>(out, cute::get<0>(tile), cute::get<1>(tile), M, N, thread_idx, Threads);
     }
   };
 
+  /// CUTLASS's hook: the consumer store callbacks of the tile `args` describes.
   template <bool ReferenceSrc, class... Args>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const& args) {
     using namespace cute;

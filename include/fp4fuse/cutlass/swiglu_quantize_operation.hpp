@@ -44,21 +44,22 @@ struct SwiGluQuantize : cutlass::epilogue::fusion::FusionOperation {
   static_assert(cuda::std::is_same_v<GateUp, gate_up::interleaved<8>>,
                 "fp4fuse::cutlass_ext::SwiGluQuantize: the accumulator fragment form needs gate and up interleaved by 8 along N "
                 "(gate_up::interleaved<8>: B's rows 16k..16k+7 gate, 16k+8..16k+15 up); reorder the weight first");
-  using format_type = Format;
-  using activation_type = Activation;
-  using layout_type = Layout;
-  using gate_up_type = GateUp;
-  using intermediate_type = Intermediate;
+  using format_type = Format;              ///< NVFP4 or MXFP4 with its recipe
+  using activation_type = Activation;      ///< the activation of gate
+  using layout_type = Layout;              ///< the scale layout (dense, or grouped per expert)
+  using gate_up_type = GateUp;             ///< gate/up interleaved by 8 along N
+  using intermediate_type = Intermediate;  ///< fp32, or rounded to bf16 before quantizing
 
-  using ElementOutput = cutlass::float_e2m1_t;
-  using ElementCompute = float;
-  using ElementBias = float;
-  static constexpr bool IsPerColBiasSupported = true;
-  static constexpr bool IsAbsMaxSupported = true;
-  using ElementAmax = float;
-  static constexpr int SFVecSize = Format::block_size;
-  // CUTLASS's own block-scale path (sm100 builders) would take over the scale factor store: off.
+  using ElementOutput = cutlass::float_e2m1_t;  ///< the packed output's element (CUTLASS's name)
+  using ElementCompute = float;                 ///< the activation's arithmetic
+  using ElementBias = float;                    ///< the per-column bias
+  static constexpr bool IsPerColBiasSupported = true;  ///< a bias per gate/up column, added before the activation
+  static constexpr bool IsAbsMaxSupported = true;      ///< the output amax (for the next step's global scale)
+  using ElementAmax = float;                           ///< the output amax's type
+  static constexpr int SFVecSize = Format::block_size;  ///< outputs per block scale: 16 (NVFP4), 32 (MXFP4)
+  /// Off: CUTLASS's own block-scale path (sm100 builders) would take over the scale factor store.
   static constexpr bool IsBlockScaleSupported = false;
+  /// E4M3 (NVFP4) or UE8M0 (MXFP4) scales (CUTLASS's name).
   using ElementBlockScaleFactor = cuda::std::conditional_t<fp4fuse::detail::is_nvfp4<Format>, cutlass::float_ue4m3_t, cutlass::float_ue8m0_t>;
   /// Not an aux tensor: with D = void the sm90 collective still sizes an (unused) shared-memory D
   /// buffer and its register staging with this type; one byte keeps that buffer small, so the

@@ -26,8 +26,9 @@
 namespace fp4fuse::detail {
 
 /// PTX `prmt.b32` (generic mode): byte n of the result is byte (sel >> 4n) & 7 of {b, a}, or that
-/// byte's sign replicated over all 8 bits when bit 3 of the nibble is set (CCCL has no wrapper for
-/// the sign mode; `__byte_perm` ignores it).
+/// byte's sign replicated over all 8 bits when bit 3 of the nibble is set (`__byte_perm` ignores
+/// the sign mode; `cuda::ptx::prmt` is not in CCCL 2.8, this library's minimum, which CUDA 12.9
+/// ships).
 FP4FUSE_DEVICE cuda::std::uint32_t prmt(cuda::std::uint32_t a, cuda::std::uint32_t b, cuda::std::uint32_t sel) {
   cuda::std::uint32_t d;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));

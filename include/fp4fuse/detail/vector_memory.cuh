@@ -100,8 +100,8 @@ FP4FUSE_DEVICE void store_floats(T* __restrict__ p, const float (&in)[N]) {
 }
 
 /// Stores a block's packed words with one vector store: 2 words (8 bytes) for NVFP4, 4 (16 bytes)
-/// for MXFP4. `Streaming`: with the standalone kernels' evict-first hint (device code only);
-/// otherwise a plain store (the epilogues' direct sink, host twins included).
+/// for MXFP4. `Streaming`: with the standalone kernels' evict-first hint on the device (the host
+/// stores plainly); otherwise a plain store (the epilogues' direct sink, host twins included).
 template <bool Streaming, int Words>
 FP4FUSE_HOST_DEVICE void store_block_words(cuda::std::uint8_t* __restrict__ p, const cuda::std::uint32_t (&w)[Words]) {
   static_assert(Words == 2 || Words == 4, "a block is 2 (NVFP4) or 4 (MXFP4) words");
@@ -115,6 +115,8 @@ FP4FUSE_HOST_DEVICE void store_block_words(cuda::std::uint8_t* __restrict__ p, c
   if constexpr (Streaming) {
 #if FP4FUSE_DEVICE_PASS
     store_once(reinterpret_cast<vector*>(p), v);
+#else
+    *reinterpret_cast<vector*>(p) = v;  // the hint is device-only: the host stores plainly
 #endif
   } else {
     *reinterpret_cast<vector*>(p) = v;

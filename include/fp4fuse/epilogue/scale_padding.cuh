@@ -61,7 +61,7 @@ struct scale_region {
 /// // Two consumer warpgroups (wg = 0, 1), each 64 rows x 2 blocks of a 64 x 4-block tile at (m0, k0):
 /// __device__ void pad(const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out, std::int64_t m0, std::int64_t k0, int wg) {
 ///   const std::int64_t M = out.rows(), blocks = out.layout.scale_cols;
-///   const fp4fuse::scale_tile_grid grid{{64, 4}, {(M + 63) / 64 * 64, (blocks + 3) / 4 * 4}};
+///   const fp4fuse::scale_tile_grid grid{{64, 4}, {cuda::ceil_div(M, 64) * 64, cuda::ceil_div(blocks, 4) * 4}};
 ///   fp4fuse::write_scale_padding_beyond_grid(out.scales, out.layout, grid, {m0, k0 + 2 * wg, {64, 2}}, threadIdx.x % 128, 128);
 /// }
 /// \endcode

@@ -43,7 +43,7 @@ struct mma_quantized_blocks {
   /// Blocks per row of the tile: Tiles / 4 (NVFP4), Tiles / 8 (MXFP4).
   static constexpr int blocks = Tiles / (Format::block_size / 4);
   /// Slots per row half: NVFP4 blocks come four at a time (one per lane), MXFP4 ones one at a time (lane t = 0).
-  static constexpr int slots = detail::is_nvfp4<Format> ? (blocks + 3) / 4 : blocks;
+  static constexpr int slots = detail::is_nvfp4<Format> ? cuda::ceil_div(blocks, 4) : blocks;
   /// The lane's blocks: packed words in the standard order and the scale byte.
   quantized_block<Format> block[2][slots];
   /// max |h| over the lane's own values of block b of row half `half` (NaN ignored), for every b:

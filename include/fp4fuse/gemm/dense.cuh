@@ -43,8 +43,8 @@ __global__ void sm90a_image_probe(int* has_wgmma) {
 /// True when the wgmma kernel can run here: an sm_90 device and an sm_90a image in this build.
 /// The first call per device launches a one-thread probe on a private stream and waits for it, in
 /// relaxed capture mode: a capture under way on another stream is neither joined nor broken. A
-/// definite answer is cached; a probe that fails for another reason (out of memory, say) answers
-/// false this time and runs again on the next call.
+/// definite answer is cached; a probe that fails for another reason (out of memory, or the capture
+/// mode cannot be exchanged) answers false this time and runs again on the next call.
 inline bool wgmma_runs_here() {
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
@@ -59,7 +59,10 @@ inline bool wgmma_runs_here() {
   const std::lock_guard<std::mutex> lock(mutex);
   if (cached[device] != unknown) return cached[device] == yes;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;  // without relaxed mode the probe could break a capture under way: no answer this time
+  }
   int answer = unknown;
   cudaStream_t stream = nullptr;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess) {
@@ -82,20 +85,20 @@ inline bool wgmma_runs_here() {
     (void)cudaStreamDestroy(stream);
   }
   (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // restores the caller's mode (the exchange above succeeded)
   if (answer != unknown) cached[device] = answer;
   return answer == yes;
 }
 
 /// The dense GEMM's arguments, each refusal with a sentence: X and W non-null and 16-byte
-/// aligned (TMA), M >= 1, N and K >= 8 and multiples of 8 (16-byte rows), and the kernels' int
+/// aligned (TMA), M >= 0, N and K >= 8 and multiples of 8 (16-byte rows), and the kernels' int
 /// tile and unit counts in range.
 inline void check_gemm(fp4fuse::argument_checker& c, const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K) {
   c.not_null(x, "x");
   c.not_null(w, "w");
   c.aligned(x, 16, "x", "TMA and 16-byte vector loads");
   c.aligned(w, 16, "w", "TMA and 16-byte vector loads");
-  c.require(M >= 1 && N >= 8 && K >= 8, status::bad_shape, "M = %d, N = %d, K = %d: M >= 1, N >= 8 and K >= 8 are needed", M, N, K);
+  c.require(M >= 0 && N >= 8 && K >= 8, status::bad_shape, "M = %d, N = %d, K = %d: M >= 0, N >= 8 and K >= 8 are needed", M, N, K);
   c.require(K % 8 == 0 && N % 8 == 0, status::not_multiple_of_block, "N = %d and K = %d must be multiples of 8 (16-byte rows)", N, K);
   constexpr int limit = 1 << 30;
   c.require(M <= limit && N <= limit && K <= limit, status::bad_shape, "M = %d, N = %d, K = %d: each must be at most 2^30", M, N, K);
@@ -126,7 +129,8 @@ inline engine resolve(engine e) {
 /// misaligned pointers, shapes, an output the epilogue cannot write (its `check`: the BF16
 /// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols; the NVFP4 one's
 /// packed bytes, scales and S; a column bias's data where it has columns), a forced plan
-/// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). `force_plan` (wgmma only) replaces the automatic choice
+/// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). M = 0
+/// (after those checks): ok, nothing launched, no CUDA call. `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).
 /// \code // not compiled: it instantiates every kernel of both engines (minutes); tests/gemm/dense.cu makes this call
@@ -144,6 +148,7 @@ result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K,
   if constexpr (detail::has_check<Epilogue>) epi.check(c);
   if (!c) return c.outcome();
   if (const result v = sm90::validate_plan(force_plan); !v) return v;
+  if (M == 0) return {};  // nothing to write: ok without any CUDA call (status.hpp)
   const bool wgmma_here = e != engine::mma_sync && detail::wgmma_runs_here();
   if (e == engine::wgmma && !wgmma_here) {
     return result::with(status::unsupported_architecture,

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/fp4fuse.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 
@@ -36,7 +37,7 @@ namespace fp4fuse::gemm {
 
 /// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
 template <class Epilogue, int Registers>
-__device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[Registers], index_t row0,
+FP4FUSE_DEVICE void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[Registers], index_t row0,
                                                    index_t col0) {
   using frag = fp4fuse::wgmma_m64nN_f32_fragment<2 * Registers>;
   epi.warp(frag::warp_tiles(acc), row0 + 16 * frag::warp_in_warpgroup(), col0);
@@ -45,7 +46,7 @@ __device__ __forceinline__ void warpgroup_as_warps(const Epilogue& epi, const fl
 /// The accumulators as the epilogue's activation or store sees them: `acc` itself without a bias
 /// (no copy), else `biased` filled by the library's `mma_add_bias` (with the lane the stores use).
 template <class Bias, int Tiles>
-__device__ __forceinline__ const float (&biased_accumulators(const Bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4],
+FP4FUSE_DEVICE const float (&biased_accumulators(const Bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4],
                                                              index_t col0, int lane))[Tiles][4] {
   if constexpr (std::is_same_v<Bias, fp4fuse::no_bias>) {
     return acc;
@@ -101,7 +102,7 @@ struct store_bf16 {
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
     const int lane = static_cast<int>(threadIdx.x % 32);
     float biased[Tiles][4];
@@ -120,12 +121,12 @@ struct store_bf16 {
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
-  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
+  FP4FUSE_DEVICE void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// `store_bf16{out}`: the plain store.
@@ -152,7 +153,7 @@ struct swiglu_bf16 {
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
     const int lane = static_cast<int>(threadIdx.x % 32);
     float biased[Tiles][4];
@@ -172,12 +173,12 @@ struct swiglu_bf16 {
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
-  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   /// Nothing: the output has no padding.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid&, index_t, index_t) const {}
+  FP4FUSE_DEVICE void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// Flow 3: SwiGLU -> NVFP4 straight from the accumulators (the library's fragment epilogue, its
@@ -205,12 +206,12 @@ struct swiglu_nvfp4 {
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
   template <int Tiles>
-  __device__ __forceinline__ void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     fp4fuse::mma_epilogue(op(), acc, {row0, col0});
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
   template <int Registers>
-  __device__ __forceinline__ void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
   }
   /// The refusals of its output, global encode scale and bias (fp4fuse::gemm::gemm calls it before
@@ -224,10 +225,10 @@ struct swiglu_nvfp4 {
     check_bias(c, bias, "swiglu_nvfp4.bias");
   }
   /// The library's description of this epilogue, its codec built from the global encode scale.
-  __device__ __forceinline__ operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act, gate_up{}, bias}; }
+  FP4FUSE_DEVICE operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act, gate_up{}, bias}; }
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
-  __device__ __forceinline__ void prefetch() const {
+  FP4FUSE_DEVICE void prefetch() const {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
   }
   /// The warpgroup part 64 x N at (row0, col0) when it holds no row of the output (row0 >=
@@ -235,7 +236,7 @@ struct swiglu_nvfp4 {
   /// `warpgroup` would write there, without the activations (`fp4fuse::write_scale_padding_in`).
   /// Warpgroup-collective, as `warpgroup`: all 128 threads call it; col0 a multiple of 32.
   template <int N>
-  __device__ __forceinline__ void warpgroup_beyond_rows(index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void warpgroup_beyond_rows(index_t row0, index_t col0) const {
     static_assert(N % 32 == 0, "swiglu_nvfp4::warpgroup_beyond_rows: a part of whole NVFP4 blocks (32 gate/up columns each)");
     constexpr index_t per_block = 2 * format::block_size;
     fp4fuse::write_scale_padding_in(out.scales, out.layout, {row0, col0 / per_block, {64, N / per_block}}, static_cast<int>(threadIdx.x % 128), 128);
@@ -243,7 +244,7 @@ struct swiglu_nvfp4 {
   /// The share of the warpgroup part 64 x N at (row0, col0) of the scale padding that `grid` does
   /// not cover (0x00), in scale coordinates: 32 gate/up columns per NVFP4 block.
   template <int N>
-  __device__ __forceinline__ void padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const {
+  FP4FUSE_DEVICE void padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const {
     constexpr index_t per_block = 2 * format::block_size;
     const fp4fuse::scale_tile_grid scale_grid{{grid.tile_rows, grid.tile_cols / per_block},
                                               {grid.covered_rows, grid.covered_cols / per_block}};

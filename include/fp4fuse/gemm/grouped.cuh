@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/gemm/dense.cuh"
 #include "fp4fuse/gemm/epilogues.cuh"
 #include "fp4fuse/gemm/sm90/grouped_launch.cuh"
@@ -72,7 +73,7 @@ struct store_bf16 {
   const float* bias;                        ///< [E, 2I] or null
   /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
   template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::store_bf16<Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
+  FP4FUSE_DEVICE fp4fuse::gemm::store_bf16<Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, b};
   }
 };
@@ -85,7 +86,7 @@ struct swiglu_bf16 {
   const float* bias;                        ///< [E, 2I] or null
   /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
   template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_bf16<Activation, Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
+  FP4FUSE_DEVICE fp4fuse::gemm::swiglu_bf16<Activation, Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act, b};
   }
 };
@@ -101,7 +102,7 @@ struct swiglu_nvfp4 {
   static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
   /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S, and `b` (its bias, or none).
   template <class Bias>
-  __device__ __forceinline__ fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate, fp4fuse::recipe::te_exact, Bias> rows_of(
+  FP4FUSE_DEVICE fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate, fp4fuse::recipe::te_exact, Bias> rows_of(
       const sm90::work_unit& u, const Bias& b) const {
     using layout_t = grouped_layout<ExpertStart>;
     const index_t start = layout_t::start_row(u.group, u.group_row0, u.group_band_row0);
@@ -126,7 +127,7 @@ struct grouped {
   /// What `for_group` returns: the dense epilogue `rows_of` binds, with the expert's bias where Bias.
   using type = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>(), bias_type{}));
   /// The epilogue of unit `u`'s group (what the kernels call).
-  __device__ __forceinline__ type for_group(const sm90::work_unit& u) const {
+  FP4FUSE_DEVICE type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
       return g.rows_of(u, fp4fuse::column_bias{g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols});
     } else {
@@ -210,6 +211,18 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
 /// nothing. The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
 /// stream, outside any capture), so the call may be captured into a CUDA graph.
+/// Preconditions (each refused with a sentence, nothing written): `in.x` [rows, H] BF16 with
+/// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
+/// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
+/// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
+/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// using layout_t = fp4fuse::gemm::moe::grouped_layout<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+/// const layout_t layout{rows, I / 16, E, d_offsets};  // d_offsets: [E + 1] prefix sums, device memory
+/// const fp4fuse::gemm::moe::grouped_output<fp4fuse::scale_layout::expert_start::padded_prefix_sum> out{d_packed, I / 2, d_scales, layout};
+/// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
+/// const fp4fuse::result r = fp4fuse::gemm::moe::run_fused(in, out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{}, stream);
+/// if (!r) std::fprintf(stderr, "%s\n", r.message());
+/// \endcode
 template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
@@ -233,7 +246,15 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                             : detail::launch(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
 }
 
-/// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row.
+/// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row, each element the fp32 sum
+/// (in the order of H) rounded once to BF16 (round to nearest even). Rows at or beyond
+/// offsets[experts] are not written. Preconditions as `run_fused`'s, with E = `experts` and the
+/// offsets given here; `gate_up` [rows, 2I] with 2I a multiple of 32, 16-byte aligned, ld a
+/// multiple of 8. 0 rows: ok, nothing launched.
+/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
+/// const fp4fuse::result r = fp4fuse::gemm::moe::run_bf16(in, {d_gate_up, rows, 2 * I, 2 * I}, E, d_offsets, stream);
+/// \endcode
 inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
                                 cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_bf16");
@@ -248,7 +269,14 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
                             : detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan);
 }
 
-/// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row.
+/// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row: the activation of the
+/// fp32 sums (bias added first where `in.bias` is set, as `run_fused` does), rounded once to BF16.
+/// Preconditions as `run_bf16`'s, with `h` [rows, I], I a multiple of 16. 0 rows: ok, nothing
+/// launched.
+/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
+/// const fp4fuse::result r = fp4fuse::gemm::moe::run_swiglu_bf16(in, {d_h, rows, I, I}, fp4fuse::activation::swiglu{}, E, d_offsets, stream);
+/// \endcode
 template <class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {

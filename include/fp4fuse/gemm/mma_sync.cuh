@@ -5,6 +5,7 @@
 // epilogue on each warp's fragments. Deliberately simple: 128 x 128 tiles, a 32-wide K step through
 // padded shared memory, 8 warps of 16 x 128. Correctness reference and fallback, not a fast path.
 #include <cuda/cmath>
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/launch.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 
@@ -18,7 +19,7 @@ constexpr int smem_ld = block_k + 8;  ///< bf16 per shared row: 80 bytes, confli
 
 namespace detail {
 
-__device__ __forceinline__ void mma_m16n8k16_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+FP4FUSE_DEVICE void mma_m16n8k16_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                                                   std::uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -29,7 +30,7 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&c)[4], const std::uint
 
 /// Copies rows [row0, row0 + 128) x columns [k0, k0 + 32) of a row-major [rows, K] matrix into
 /// shared memory, zeros beyond the matrix (K is a multiple of 8: a 16-byte vector is all in or out).
-__device__ __forceinline__ void load_tile(__nv_bfloat16 (*dst)[smem_ld], const __nv_bfloat16* src, int rows, int K, int row0,
+FP4FUSE_DEVICE void load_tile(__nv_bfloat16 (*dst)[smem_ld], const __nv_bfloat16* src, int rows, int K, int row0,
                                           int k0) {
   for (int v = static_cast<int>(threadIdx.x); v < 128 * block_k / 8; v += threads) {
     const int r = v / (block_k / 8), c = (v % (block_k / 8)) * 8;
@@ -41,16 +42,16 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16 (*dst)[smem_ld], const _
   }
 }
 
-__device__ __forceinline__ std::uint32_t pair(const __nv_bfloat16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+FP4FUSE_DEVICE std::uint32_t pair(const __nv_bfloat16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
 }  // namespace detail
 
 /// One 128 x 128 tile of D per CTA (grid: N tiles x M tiles), the epilogue on each warp's 16 x 128
-/// fragments. Compiled for a target below sm_80 it traps.
+/// fragments. sm_80 and later (config.cuh refuses older device passes).
 template <class Epilogue>
 __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                                       int M, int N, int K, Epilogue epi) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if FP4FUSE_DEVICE_PASS
   __shared__ __align__(16) __nv_bfloat16 xs[block_m][smem_ld];
   __shared__ __align__(16) __nv_bfloat16 ws[block_n][smem_ld];
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __re
   epi.warp(acc, static_cast<index_t>(m0) + 16 * warp, static_cast<index_t>(n0));
 #else
   (void)x, (void)w, (void)M, (void)N, (void)K, (void)epi;
-  __trap();  // mma.sync with bf16 needs sm_80
+  __trap();  // the host pass's copy of the body (never run)
 #endif
 }
 
@@ -86,13 +87,13 @@ template <class Epilogue>
 result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream) {
   auto* kernel = &gemm_kernel<Epilogue>;
-  if (const fp4fuse::result image = fp4fuse::check_kernel_image(kernel); !image) return image;
+  if (const fp4fuse::result image = fp4fuse::check_kernel_image(kernel, "fp4fuse::gemm::mma::launch"); !image) return image;
   const dim3 grid(static_cast<unsigned>(cuda::ceil_div(N, block_n)), static_cast<unsigned>(cuda::ceil_div(M, block_m)));
   if (grid.y > 65535u) {
     return result::with(status::bad_shape, "fp4fuse::gemm::mma::launch: M = %d needs more than 65535 row blocks of 128", M);
   }
   kernel<<<grid, threads, 0, stream>>>(x, w, M, N, K, epi);
-  return fp4fuse::launch_result();
+  return fp4fuse::launch_result("fp4fuse::gemm::mma::launch");
 }
 
 }  // namespace fp4fuse::gemm::mma

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/cmath.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
@@ -37,7 +39,7 @@ inline constexpr bool has_beyond_rows<
 /// activations. The BF16 epilogues write nothing beyond the rows (their bounds checks skip the
 /// activation and the store per element) and have no such member.
 template <int N, class Epilogue, int Registers>
-__device__ __forceinline__ void warpgroup_epilogue(const Epilogue& epi, const float (&acc)[Registers], bool has_rows, index_t row0, index_t col0) {
+FP4FUSE_DEVICE void warpgroup_epilogue(const Epilogue& epi, const float (&acc)[Registers], bool has_rows, index_t row0, index_t col0) {
   if constexpr (has_beyond_rows<Epilogue, N>) {
     if (!has_rows) {
       epi.template warpgroup_beyond_rows<N>(row0, col0);
@@ -56,7 +58,7 @@ inline constexpr bool has_prefetch<Epilogue, std::void_t<decltype(std::declval<c
 /// Lets an epilogue fetch what it reads (a scale in device memory) while the mainloop runs: with
 /// one tile per CTA (decode, T = 512) its first read would otherwise wait for DRAM after the last MMA.
 template <class Epilogue>
-__device__ __forceinline__ void prefetch_epilogue(const Epilogue& epi) {
+FP4FUSE_DEVICE void prefetch_epilogue(const Epilogue& epi) {
   if constexpr (has_prefetch<Epilogue>) {
     epi.prefetch();
   }
@@ -75,7 +77,7 @@ inline constexpr bool has_for_group<
 /// group (schedule.cuh): `epi` itself, or for an epilogue with `for_group` the one it binds to
 /// the group (the group's output rows group_row0 .. group_row0 + group_rows - 1).
 template <class Epilogue>
-__device__ __forceinline__ decltype(auto) epilogue_for(const Epilogue& epi, const work_unit& u) {
+FP4FUSE_DEVICE decltype(auto) epilogue_for(const Epilogue& epi, const work_unit& u) {
   if constexpr (has_for_group<Epilogue>) {
     return epi.for_group(u);
   } else {
@@ -104,12 +106,12 @@ using unit_epilogue = typename unit_epilogue_of<Epilogue>::type;
 /// warpgroup's part of the tile. In a grouped GEMM, M is the unit's group's rows (group_rows) and
 /// rows count from the group's first, as `epi` (epilogue_for's) takes them.
 template <class Cfg, int Cluster, bool AlongN, class Epilogue>
-__device__ __forceinline__ void pad_beyond_tile(const Epilogue& epi, const work_unit& u, const params& prm, index_t row0, index_t col0) {
+FP4FUSE_DEVICE void pad_beyond_tile(const Epilogue& epi, const work_unit& u, const params& prm, index_t row0, index_t col0) {
   static_assert(has_padding<Epilogue, Cfg::consumer_n>,
                 "pad_beyond_tile: the epilogue needs padding_beyond<N>(grid, row0, col0) (an empty one if its output has no padding)");
   constexpr index_t cluster_m = AlongN ? 1 : Cluster, cluster_n = AlongN ? Cluster : 1;
-  const tile_grid grid{Cfg::rows, Cfg::block_n, cuda::round_up(static_cast<index_t>(u.group_rows), cluster_m * Cfg::rows),
-                       cuda::round_up(static_cast<index_t>(prm.N), cluster_n * Cfg::block_n)};
+  const tile_grid grid{Cfg::rows, Cfg::block_n, fp4fuse::detail::round_up(static_cast<index_t>(u.group_rows), cluster_m * Cfg::rows),
+                       fp4fuse::detail::round_up(static_cast<index_t>(prm.N), cluster_n * Cfg::block_n)};
   epi.template padding_beyond<Cfg::consumer_n>(grid, row0, col0);
 }
 

@@ -14,6 +14,8 @@
 #include <cub/block/block_scan.cuh>
 #include <cuda/ptx>
 
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/cmath.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
 
@@ -27,7 +29,7 @@ namespace detail {
 /// The group that owns unit `unit`: the last g with first_unit_row[g] * tiles_n <= unit, where
 /// first_unit_row is the exclusive prefix sum of the groups' unit rows (empty groups have none, so
 /// the search passes over them). Host and device, so the CPU tests check it.
-__host__ __device__ inline int group_of_unit(const std::int32_t* first_unit_row, int groups, int tiles_n, int unit) {
+FP4FUSE_HOST_DEVICE int group_of_unit(const std::int32_t* first_unit_row, int groups, int tiles_n, int unit) {
   int lo = 0, hi = groups;  // first_unit_row[lo] * tiles_n <= unit < first_unit_row[hi] * tiles_n
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
@@ -99,7 +101,7 @@ struct grouped_schedule {
             const int rows = end - begin;
             const int tiles_m = cuda::ceil_div(rows, Cfg::rows);
             const unsigned long long unit_rows = static_cast<unsigned>(cuda::ceil_div(tiles_m, AlongN ? 1 : Cluster));
-            const unsigned long long padded = BandRows > 0 ? static_cast<unsigned>(cuda::round_up(rows, BandRows > 0 ? BandRows : 1)) : 0u;
+            const unsigned long long padded = BandRows > 0 ? static_cast<unsigned>(fp4fuse::detail::round_up(rows, BandRows > 0 ? BandRows : 1)) : 0u;
             mine[i] = unit_rows | (padded << 32);
           }
         }

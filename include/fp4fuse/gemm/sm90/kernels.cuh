@@ -28,7 +28,7 @@ namespace detail {
 /// one function (SASS compared; by reference the compiler keeps some of their values in vector
 /// registers); `epi` by reference: a staged epilogue's tensor map must stay in parameter space.
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN>
-__device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, params prm, const Epilogue& epi,
+FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, params prm, const Epilogue& epi,
                                                  typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");
@@ -138,7 +138,7 @@ __device__ __forceinline__ void cooperative_body(const CUtensorMap& tma_x, const
 /// The ping-pong kernel's body, shared by gemm_pingpong_kernel and gemm_pingpong_staged_kernel;
 /// compiled for any other target it traps.
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN>
-__device__ __forceinline__ void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, const params& prm, const Epilogue& epi,
+FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& tma_w, const params& prm, const Epilogue& epi,
                                               const typename Schedule::arguments& sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
   static_assert(Cluster == 1 || Cluster == 2, "clusters of 1 or 2 CTAs");

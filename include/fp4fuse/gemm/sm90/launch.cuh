@@ -92,7 +92,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, "fp4fuse::gemm::sm90::launch");
   int resident = resident_per_device[device].load(std::memory_order_relaxed);
   if (resident == 0) {
-    if (const result image = fp4fuse::check_kernel_image(kernel); !image) return image;
+    if (const result image = fp4fuse::check_kernel_image(kernel, "fp4fuse::gemm::sm90::launch"); !image) return image;
   }
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
@@ -115,7 +115,14 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
                           AlongN ? BlockN : BlockN / Cluster);
   }
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
+  if (err != cudaSuccess) {
+    result r = result::with(status::cuda_error,
+                            "fp4fuse::gemm::sm90::launch: the TMA tensor maps of X [%d, %d] and W could not be encoded (%s): the driver has no "
+                            "cuTensorMapEncodeTiled, or it refused X's or W's base address, row pitch or extent",
+                            prm.M, prm.K, err == cudaErrorNotSupported ? "no driver entry point" : "cuTensorMapEncodeTiled failed");
+    r.cuda = err;
+    return r;
+  }
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s%s: %d units on %u CTAs (%d clusters resident)\n",
@@ -124,7 +131,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-  return fp4fuse::launch_result();
+  return fp4fuse::launch_result("fp4fuse::gemm::sm90::launch");
 }
 
 namespace detail {

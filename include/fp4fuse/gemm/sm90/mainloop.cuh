@@ -7,6 +7,7 @@
 // to the producer(s) once they have finished.
 #include <cstdint>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/ring.cuh"
@@ -44,7 +45,7 @@ struct mainloop {
   int thread;   ///< the thread's index in the warpgroup: thread 0 releases the last slots
 
   /// Zeroes the accumulators.
-  __device__ __forceinline__ static void clear(float (&acc)[Fragments][registers]) {
+  FP4FUSE_DEVICE static void clear(float (&acc)[Fragments][registers]) {
 #pragma unroll
     for (int i = 0; i < registers; ++i) {
 #pragma unroll
@@ -53,7 +54,7 @@ struct mainloop {
   }
 
   /// Keeps the compiler from moving accumulator accesses across the asynchronous MMAs.
-  __device__ __forceinline__ static void fence(float (&acc)[Fragments][registers]) {
+  FP4FUSE_DEVICE static void fence(float (&acc)[Fragments][registers]) {
 #pragma unroll
     for (int f = 0; f < Fragments; ++f) fence_accumulators(acc[f]);
   }
@@ -61,7 +62,7 @@ struct mainloop {
   /// `k_steps` K steps from the cursor's stage: wait for the stage, issue its MMAs (64 columns of
   /// K, 4 wgmma per fragment), keep InFlight K steps queued, release the stage read InFlight steps
   /// ago. Leaves the last InFlight steps' MMAs in flight and their stages held (`drain`).
-  __device__ __forceinline__ void run(const ring<Cfg>& r, float (&acc)[Fragments][registers], int k_steps, ring_cursor& c) const {
+  FP4FUSE_DEVICE void run(const ring<Cfg>& r, float (&acc)[Fragments][registers], int k_steps, ring_cursor& c) const {
     for (int k = 0; k < k_steps; ++k) {
       wait_parity(&r.full[c.stage], c.phase);
       const std::uint32_t desc_a = a_desc0 + c.stage * (Cfg::a_stage_bytes >> 4);
@@ -94,7 +95,7 @@ struct mainloop {
   /// (config::skips_empty_fragments): it waits for each stage as `run` does and releases it at
   /// once, so that the ring's slots are refilled when the other consumers are done with them.
   /// Leaves nothing held (`drain` releases nothing after it).
-  __device__ __forceinline__ void pass(const ring<Cfg>& r, int k_steps, ring_cursor& c) const {
+  FP4FUSE_DEVICE void pass(const ring<Cfg>& r, int k_steps, ring_cursor& c) const {
     for (int k = 0; k < k_steps; ++k) {
       wait_parity(&r.full[c.stage], c.phase);
       if (leader) release_slot<Cluster>(&r.empty[c.stage]);
@@ -108,7 +109,7 @@ struct mainloop {
 
   /// Waits for the MMAs still in flight and releases the stages they held (`k_steps`: the steps
   /// `run` issued for this unit).
-  __device__ __forceinline__ void drain(const ring<Cfg>& r, float (&acc)[Fragments][registers], int k_steps, const ring_cursor& c) const {
+  FP4FUSE_DEVICE void drain(const ring<Cfg>& r, float (&acc)[Fragments][registers], int k_steps, const ring_cursor& c) const {
     wgmma_wait<0>();
     fence(acc);
     if constexpr (release_previous) {

@@ -6,6 +6,7 @@
 #include <cuda/cmath>
 #include <cstddef>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/status.hpp"
 
 namespace fp4fuse::gemm::sm90 {
@@ -95,7 +96,7 @@ inline constexpr bool x_box_may_be_short = Cfg::rows == 64 && Cluster == 1;
 /// at M, and the kernel zeroes the ring's rows beyond M once (detail::zero_rows_beyond): the MMAs
 /// read the same zeros as before, and the bits do not change.
 template <class Cfg, int Cluster>
-__host__ __device__ constexpr int x_box_rows(int M) {
+FP4FUSE_HOST_DEVICE constexpr int x_box_rows(int M) {
   if constexpr (x_box_may_be_short<Cfg, Cluster>) {
     return M < 64 ? M : 64;
   } else {
@@ -244,12 +245,12 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
   // wave unsplit (3/4 of the SMs or more), the latter stream the same W without the split's
   // workspace round trip (bench/HISTORY.md, fourth session: DeepSeek-V3 T = 64, 21.7 us against 22.5 us for 64 x 64
   // split 2). Fewer tiles would leave SMs idle for all of K.
-  const int tiles32 = ((M + 63) / 64) * ((N + 31) / 32);
+  const int tiles32 = cuda::ceil_div(M, 64) * cuda::ceil_div(N, 32);
   const bool one_row_block = M <= 64;  // measured there; with two, clusters of 2 would pair them (not measured)
   if (one_row_block && best.block_m == 64 && best.splits > 1 && tiles32 <= sms && 4 * tiles32 >= 3 * sms) {
     best = {32, 1, tiles32, 0, -1, 0, 64};
   }
-  const int tiles48 = ((M + 63) / 64) * ((N + 47) / 48);
+  const int tiles48 = cuda::ceil_div(M, 64) * cuda::ceil_div(N, 48);
   if (one_row_block && holds_column_granule(64, 48, column_granule) && best.block_m == 64 && best.block_n == 64 && best.splits == 1 &&
       tiles48 <= sms && 4 * tiles48 >= 3 * sms) {
     best = {48, 1, tiles48, 0, -1, 0, 64};

@@ -1,6 +1,8 @@
 #pragma once
-// PTX that CCCL's cuda::ptx does not wrap, for the sm_90a GEMM: wgmma and its fences, the
-// shared-memory matrix descriptors, setmaxnreg, mapa and remote mbarrier arrives, named barriers,
+// PTX that CCCL's cuda::ptx does not wrap (or not in the form used here), for the sm_90a GEMM:
+// wgmma and its fences, the shared-memory matrix descriptors, setmaxnreg, mapa and the remote
+// mbarrier arrive with the default semantics (cuda::ptx's takes a generic pointer and states
+// .release.cluster or .relaxed.cluster; CUTLASS's ClusterBarrier arrives as here), named barriers,
 // the tensor-map prefetch; and helpers as close to the hardware: the mbarrier parity wait (a
 // loop on cuda::ptx's try_wait) and the warpgroup identities the compiler keeps in uniform
 // registers, from which the mainloop derives its ring positions.
@@ -9,6 +11,8 @@
 #include <cuda/ptx>
 
 #include <cstdint>
+
+#include "fp4fuse/config.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 namespace detail {
@@ -59,7 +63,7 @@ constexpr std::uint32_t descriptor_high = (1024 >> 4) | (1u << 30);
 /// high word is descriptor_high. REGS / OUTS: the accumulator operands; IA, IB, IH: the operand
 /// numbers of desc_a, desc_b and descriptor_high (the first three after the accumulators).
 #define FP4FUSE_GEMM_DEFINE_WGMMA(N, R, REGS, OUTS, IA, IB, IH)                                                   \
-  __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float(&d)[R], std::uint32_t desc_a, std::uint32_t desc_b) { \
+  FP4FUSE_DEVICE void wgmma_m64n##N##k16_bf16(float(&d)[R], std::uint32_t desc_a, std::uint32_t desc_b) { \
     asm volatile("{\n.reg .b64 da, db;\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"                               \
                  "mov.b64 da, {%" #IA ", %" #IH "};\nmov.b64 db, {%" #IB ", %" #IH "};\n"                    \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS "}, da, db, p, 1, 1, 0, 0;\n}\n" \
@@ -98,7 +102,7 @@ FP4FUSE_GEMM_DEFINE_WGMMA(32, 16, FP4FUSE_GEMM_REGS_0, FP4FUSE_GEMM_OUTS_0(d), 1
 
 /// D[64 x N] += A[64 x 16] * B[16 x N] for N in {32, 48, 64, 128, 192, 256}.
 template <int N>
-__device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc_a, std::uint32_t desc_b) {
+FP4FUSE_DEVICE void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc_a, std::uint32_t desc_b) {
   static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 48 || N == 32, "wgmma widths of this GEMM");
   if constexpr (N == 256) {
     wgmma_m64n256k16_bf16(d, desc_a, desc_b);
@@ -114,56 +118,57 @@ __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], std::uint32_t desc
     wgmma_m64n32k16_bf16(d, desc_a, desc_b);
   }
 }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+FP4FUSE_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FP4FUSE_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int Pending>
-__device__ __forceinline__ void wgmma_wait() {
+FP4FUSE_DEVICE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
 /// Keeps the compiler from moving accumulator reads or writes across an asynchronous wgmma.
 template <int Registers>
-__device__ __forceinline__ void fence_accumulators(float (&acc)[Registers]) {
+FP4FUSE_DEVICE void fence_accumulators(float (&acc)[Registers]) {
 #pragma unroll
   for (int i = 0; i < Registers; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 template <int Count>
-__device__ __forceinline__ void setmaxnreg_inc() {
+FP4FUSE_DEVICE void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Count));
 }
 template <int Count>
-__device__ __forceinline__ void setmaxnreg_dec() {
+FP4FUSE_DEVICE void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Count));
 }
 /// The shared::cluster address of `smem` in the CTA of cluster rank `rank` (cuda::ptx has no mapa).
-__device__ __forceinline__ std::uint32_t cluster_address(const void* smem, std::uint32_t rank) {
+FP4FUSE_DEVICE std::uint32_t cluster_address(const void* smem, std::uint32_t rank) {
   std::uint32_t out;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
                : "=r"(out)
                : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(smem))), "r"(rank));
   return out;
 }
-/// Arrives on an mbarrier of any CTA of the cluster, by its shared::cluster address.
-__device__ __forceinline__ void arrive_cluster(std::uint32_t barrier) {
+/// Arrives on an mbarrier of any CTA of the cluster, by its shared::cluster address (`mapa`'s), with
+/// the instruction's default semantics (release, CTA scope), as CUTLASS's ClusterBarrier::arrive.
+FP4FUSE_DEVICE void arrive_cluster(std::uint32_t barrier) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(barrier) : "memory");
 }
 /// stmatrix .x4 (cuda::ptx has no wrapper): four 8 x 8 BF16 matrices from the mma.sync C-fragment
 /// layout (thread t: row t / 4, columns 2 (t % 4) and + 1 of each) to shared memory; thread t gives
 /// the address of row t % 8 of matrix t / 8.
-__device__ __forceinline__ void stmatrix_x4(std::uint32_t address, const std::uint32_t (&r)[4]) {
+FP4FUSE_DEVICE void stmatrix_x4(std::uint32_t address, const std::uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]), "r"(r[1]), "r"(r[2]),
                "r"(r[3])
                : "memory");
 }
 
 /// Synchronises the 128 threads of one consumer warpgroup (named barrier 1 + consumer).
-__device__ __forceinline__ void warpgroup_sync(int consumer) {
+FP4FUSE_DEVICE void warpgroup_sync(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
 /// Synchronises the `Threads` threads of all consumer warpgroups (named barrier 4: 1 .. 3 are
 /// warpgroup_sync's).
 template <int Threads>
-__device__ __forceinline__ void consumers_sync() {
+FP4FUSE_DEVICE void consumers_sync() {
   static_assert(Threads % 128 == 0, "consumers_sync: whole warpgroups");
   asm volatile("bar.sync 4, %0;\n" ::"n"(Threads) : "memory");
 }
@@ -174,7 +179,7 @@ __device__ __forceinline__ void consumers_sync() {
 /// K by 16 within the swizzle atom, adding bytes >> 4 moves to another tile of the ring: shared
 /// addresses stay below 256 KiB, so these 32-bit additions never carry into the high word, and the
 /// mainloop does 32-bit arithmetic only (uniform registers, no 64-bit adds).
-__device__ __forceinline__ std::uint32_t descriptor_low(const void* tile) {
+FP4FUSE_DEVICE std::uint32_t descriptor_low(const void* tile) {
   const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(tile));
   return ((addr & 0x3FFFF) >> 4) | (1u << 16);
 }
@@ -182,24 +187,24 @@ __device__ __forceinline__ std::uint32_t descriptor_low(const void* tile) {
 /// The calling thread's warpgroup, as a value the compiler knows is the same across the warp (a
 /// shuffle from lane 0), so that what the mainloop derives from it (ring positions, descriptors)
 /// lives in uniform registers instead of being recomputed per thread and moved with R2UR.
-__device__ __forceinline__ int warpgroup_index() {
+FP4FUSE_DEVICE int warpgroup_index() {
   return __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / 128), 0);
 }
 
 /// True in one thread of a warpgroup (lane 0 of its first warp); the other three warps skip the
 /// guarded code by a uniform branch instead of issuing it predicated off.
-__device__ __forceinline__ bool warpgroup_leader() {
+FP4FUSE_DEVICE bool warpgroup_leader() {
   const bool first_warp = __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / 32 % 4), 0) == 0;
   return first_warp && threadIdx.x % 32 == 0;
 }
 
 /// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (cuda::ptx has
 /// no prefetch.tensormap).
-__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
+FP4FUSE_DEVICE void prefetch_tensor_map(const CUtensorMap& map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map)) : "memory");
 }
 
-__device__ __forceinline__ void wait_parity(std::uint64_t* barrier, std::uint32_t parity) {
+FP4FUSE_DEVICE void wait_parity(std::uint64_t* barrier, std::uint32_t parity) {
   while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cuda/ptx>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
@@ -36,7 +37,7 @@ struct ring {
 
 /// All threads of the CTA (Cluster == 1) or of the cluster (Cluster == 2) meet.
 template <int Cluster>
-__device__ __forceinline__ void cluster_sync() {
+FP4FUSE_DEVICE void cluster_sync() {
   if constexpr (Cluster > 1) {
     cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
     cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
@@ -53,7 +54,7 @@ __device__ __forceinline__ void cluster_sync() {
 /// from rows * 128 on. The proxy fence orders each thread's stores before the MMAs' reads (async
 /// proxy); the caller's barrier then orders every thread's before any MMA.
 template <class Cfg>
-__device__ __forceinline__ void zero_rows_beyond(const ring<Cfg>& r, int rows, int thread, int threads) {
+FP4FUSE_DEVICE void zero_rows_beyond(const ring<Cfg>& r, int rows, int thread, int threads) {
   constexpr int chunks_per_stage = Cfg::a_stage_bytes / 16;
   const int first = rows * 8;  // 16-byte chunks per 128-byte row
   const int per_stage = chunks_per_stage - first;
@@ -68,7 +69,7 @@ __device__ __forceinline__ void zero_rows_beyond(const ring<Cfg>& r, int rows, i
 /// `empty_arrivals` per phase); then the CTA, or the cluster, synchronises so that every CTA's
 /// barriers exist before any TMA multicast or remote arrive reaches them.
 template <class Cfg, int Cluster>
-__device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empty_arrivals) {
+FP4FUSE_DEVICE void init_ring(const ring<Cfg>& r, std::uint32_t empty_arrivals) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::stages; ++s) {
       cuda::ptx::mbarrier_init(&r.full[s], 1);
@@ -89,7 +90,7 @@ __device__ __forceinline__ void init_ring(const ring<Cfg>& r, std::uint32_t empt
 /// the same rows, so the same boxes, and each full barrier expects them all and its W tile.
 /// `x_bytes`: the bytes of X each stage brings, where its box is shorter than the tile (x_box_rows).
 template <class Cfg, int Cluster, bool AlongN = false, class Schedule>
-__device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
+FP4FUSE_DEVICE void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const CUtensorMap& tma_w,
                                         const Schedule& sched, std::uint32_t x_bytes = Cfg::a_stage_bytes) {
   using cfg = Cfg;
   constexpr int BlockN = cfg::block_n;
@@ -148,7 +149,7 @@ __device__ __forceinline__ void produce(const ring<Cfg>& r, const CUtensorMap& t
 
 /// A consumer's thread 0 releases a ring slot to the producer of every CTA of the cluster.
 template <int Cluster>
-__device__ __forceinline__ void release_slot(std::uint64_t* empty_slot) {
+FP4FUSE_DEVICE void release_slot(std::uint64_t* empty_slot) {
   if constexpr (Cluster == 1) {
     cuda::ptx::mbarrier_arrive(empty_slot);
   } else {

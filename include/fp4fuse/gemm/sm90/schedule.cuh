@@ -46,6 +46,7 @@
 #include <cuda/cmath>
 #include <cuda/ptx>
 
+#include "fp4fuse/config.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
@@ -78,7 +79,7 @@ namespace detail {
 /// fragments a tile that skips empty ones (config::skips_empty_fragments) loads X for and issues
 /// MMAs for; the others lie wholly beyond the group's rows (its ragged end).
 template <class Cfg>
-__host__ __device__ inline int fragments_with_rows(const work_unit& u) {
+FP4FUSE_HOST_DEVICE int fragments_with_rows(const work_unit& u) {
   const int rows_left = u.group_rows - u.m_blk * Cfg::rows;  // >= 1: a unit's tile holds rows of its group
   const int with_rows = cuda::ceil_div(rows_left, 64);
   return with_rows < Cfg::rows / 64 ? with_rows : Cfg::rows / 64;
@@ -88,7 +89,7 @@ __host__ __device__ inline int fragments_with_rows(const work_unit& u) {
 /// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks. Fills the
 /// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end), in units of the cluster's
 /// tiles (`place_in_cluster` maps them to the CTA's).
-__device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
+FP4FUSE_DEVICE work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
   work_unit u;
   u.tile = unit / splits;
   u.split = unit % splits;
@@ -111,7 +112,7 @@ __device__ __forceinline__ work_unit unit_at(int unit, int tiles_m, int tiles_n,
 /// true, nothing else (the schedules' one implementation of the reduction; the grouped schedule's
 /// launches never split, and keeping the same code there keeps the kernels' mainloop as tuned).
 template <int Registers>
-__device__ __forceinline__ bool split_k_fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+FP4FUSE_DEVICE bool split_k_fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
                                               int thread, int* flags) {
   if (prm.splits <= 1) return true;
   if (row0 >= u.group_rows) return u.split == 0;
@@ -148,7 +149,7 @@ __device__ __forceinline__ bool split_k_fixup(float (&acc)[Registers], const wor
 struct split_k_fixup_member {
   /// detail::split_k_fixup. Without a split: true.
   template <int Registers>
-  __device__ __forceinline__ bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
+  FP4FUSE_DEVICE bool fixup(float (&acc)[Registers], const work_unit& u, const params& prm, index_t row0, int consumer,
                                         int thread, int* flags) const {
     return split_k_fixup(acc, u, prm, row0, consumer, thread, flags);
   }
@@ -158,7 +159,7 @@ struct split_k_fixup_member {
 /// cluster along M takes row blocks Cluster * m_blk + rank, one along N column blocks
 /// Cluster * n_blk + rank.
 template <int Cluster, bool AlongN>
-__device__ __forceinline__ void place_in_cluster(work_unit& u, int rank) {
+FP4FUSE_DEVICE void place_in_cluster(work_unit& u, int rank) {
   if constexpr (AlongN) {
     u.n_blk = u.n_blk * Cluster + rank;
   } else {

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/detail/cmath.cuh"
 #include "fp4fuse/epilogue/bulk_store.cuh"
 #include "fp4fuse/gemm/tile_grid.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
@@ -46,7 +48,7 @@ inline constexpr std::size_t staging_box_bytes = 64 * 64 * 2;
 inline constexpr std::size_t staging_buffer_bytes = 2 * staging_box_bytes;
 /// Where the staging buffers start, from the aligned base of a ring whose barriers and hand-off
 /// end at `ring_end` bytes: the next 1024-byte boundary (the 128-byte swizzle's period).
-constexpr std::size_t staging_offset(std::size_t ring_end) { return (ring_end + 1023) / 1024 * 1024; }
+constexpr std::size_t staging_offset(std::size_t ring_end) { return fp4fuse::detail::round_up(ring_end, std::size_t{1024}); }
 /// The end of config Cfg's ring (ring.cuh: its stages, full and empty barriers, 16 bytes of
 /// hand-off), from the ring's aligned base: config's shared memory less its 1024 bytes of slack.
 template <class Cfg>
@@ -59,14 +61,14 @@ inline constexpr std::size_t staged_smem_bytes = Staged ? 1024 + staging_offset(
 /// Consumer warpgroup `consumer`'s staging buffer (staging_buffer_bytes, 1024-byte aligned) in a
 /// kernel whose ring is `r`: the buffers follow the ring at staging_offset.
 template <class Cfg>
-__device__ __forceinline__ unsigned char* staging_buffer(const ring<Cfg>& r, int consumer) {
+FP4FUSE_DEVICE unsigned char* staging_buffer(const ring<Cfg>& r, int consumer) {
   static_assert(staged_smem_bytes<Cfg, true> <= max_smem_per_cta, "staging_buffer: the ring and the staging buffers must fit in a CTA's shared memory");
   return r.a + staging_offset(ring_end<Cfg>) + consumer * staging_buffer_bytes;
 }
 
 /// Two floats as the BF16 pair a 4-byte store writes (the first at the lower address), rounded to
 /// nearest even as store_bf16 rounds them.
-__device__ __forceinline__ std::uint32_t bf16_pair(float lo, float hi) {
+FP4FUSE_DEVICE std::uint32_t bf16_pair(float lo, float hi) {
   const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
   std::uint32_t bits;
   memcpy(&bits, &pair, sizeof bits);  // __nv_bfloat162 is not trivially copyable for bit_cast
@@ -84,7 +86,7 @@ __device__ __forceinline__ std::uint32_t bf16_pair(float lo, float hi) {
 /// beyond D are clipped by TMA) as one bulk group. Before the kernel ends thread 0 waits for the
 /// last box's read (`fp4fuse::wait_staged_stores`): the buffer must outlive it.
 template <int Columns>
-__device__ __forceinline__ void staged_fragment_store(const CUtensorMap& map, const float (&acc)[Columns / 2], index_t row0, index_t col0,
+FP4FUSE_DEVICE void staged_fragment_store(const CUtensorMap& map, const float (&acc)[Columns / 2], index_t row0, index_t col0,
                                                       unsigned char* buffer, int thread, int consumer) {
   static_assert(Columns % 64 == 0, "staged_fragment_store: fragments of whole 64-column boxes");
   constexpr int boxes = Columns / 64;

@@ -54,7 +54,7 @@ struct workspace {
   static workspace_size size_for(const launch_plan& lp, int M, int N, int K) {
     const int splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
     if (splits == 1) return {};
-    const std::size_t tiles = static_cast<std::size_t>((M + lp.block_m - 1) / lp.block_m) * ((N + lp.block_n - 1) / lp.block_n);
+    const std::size_t tiles = static_cast<std::size_t>(cuda::ceil_div(M, lp.block_m)) * cuda::ceil_div(N, lp.block_n);
     const std::size_t registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread
     return {tiles * splits * 2 * registers * 128, tiles * 2};
   }
@@ -67,6 +67,24 @@ struct workspace {
 
 namespace detail {
 
+/// Replaces `*buffer` (`*count` elements of `T`) by one of `need` elements: the old buffer freed,
+/// the new one allocated (nothing on failure: `*buffer` null, `*count` 0, the error as a result).
+template <class T>
+inline fp4fuse::result regrow(T** buffer, std::size_t* count, std::size_t need) {
+  if (*buffer != nullptr) {
+    const cudaError_t freed = cudaFree(*buffer);
+    *buffer = nullptr;
+    *count = 0;
+    if (freed != cudaSuccess) return fp4fuse::cuda_failure(freed, "fp4fuse::gemm::sm90 workspace (freeing the smaller buffer)");
+  }
+  if (const cudaError_t err = cudaMalloc(buffer, need * sizeof(T)); err != cudaSuccess) {
+    *buffer = nullptr;
+    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+  }
+  *count = need;
+  return {};
+}
+
 /// Grows `ws` to hold `need`, zeroing new counters on `stream`. `ws` serves `stream` only: its old
 /// buffers may still be read by launches queued there, so the stream is drained before they go.
 inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
@@ -75,25 +93,14 @@ inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& ne
     if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   }
   if (need.partial_floats > ws.partial_floats) {
-    if (ws.partials != nullptr) cudaFree(ws.partials);
-    ws.partials = nullptr;
-    ws.partial_floats = 0;
-    if ((err = cudaMalloc(&ws.partials, need.partial_floats * sizeof(float))) != cudaSuccess) {
-      return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
-    }
-    ws.partial_floats = need.partial_floats;
+    if (const fp4fuse::result r = regrow(&ws.partials, &ws.partial_floats, need.partial_floats); !r) return r;
   }
   if (need.counter_count > ws.counter_count) {
-    if (ws.counters != nullptr) cudaFree(ws.counters);
-    ws.counters = nullptr;
-    ws.counter_count = 0;
-    if ((err = cudaMalloc(&ws.counters, need.counter_count * sizeof(unsigned))) != cudaSuccess) {
-      return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
-    }
+    if (const fp4fuse::result r = regrow(&ws.counters, &ws.counter_count, need.counter_count); !r) return r;
     if ((err = cudaMemsetAsync(ws.counters, 0, need.counter_count * sizeof(unsigned), stream)) != cudaSuccess) {
+      ws.counter_count = 0;  // not zeroed: the next launch allocates and zeroes again
       return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
     }
-    ws.counter_count = need.counter_count;
   }
   return {};
 }
