@@ -32,6 +32,7 @@
 #include "fp4fuse/epilogue/tcgen05_fragment.cuh"
 #include "fp4fuse/epilogue/output_amax.cuh"
 #include "fp4fuse/epilogue/row.cuh"
+#include "fp4fuse/epilogue/wgmma_swap_ab.cuh"
 #include "fp4fuse/epilogue/bulk_store.cuh"
 #include "fp4fuse/epilogue/operation.cuh"
 #include "fp4fuse/epilogue/host_twin.cuh"

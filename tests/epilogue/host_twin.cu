@@ -4,6 +4,7 @@
 // into poisoned host buffers; the bytes must equal the host block_codec on the activations (scale
 // padding 0x00, packed row gaps untouched), and the row form's amax the exact maximum.
 #include <fp4fuse/epilogue/host_twin.cuh>
+#include <fp4fuse/epilogue/wgmma_swap_ab.cuh>
 
 #include "../kernels/kernel_test_support.cuh"
 
@@ -55,7 +56,8 @@ float scale_for_test(const std::vector<float>& gu) {
 
 // mma_separate / wgmma_separate: gate and up in two accumulators (a GEMM with two B operands),
 // each filled from its own columns, then interleave_gate_up (the bias applies to the interleaved accumulator).
-enum class form { mma, wgmma, row, mma_separate, wgmma_separate };
+// swap_ab: wgmma with W's 64 gate/up rows as M and Width tokens as N (epilogue/wgmma_swap_ab.cuh).
+enum class form { mma, wgmma, row, mma_separate, wgmma_separate, swap_ab };
 
 template <form Form, int Width, class Format, class Intermediate, class Activation>
 void check(std::int64_t rows, std::int64_t I, const Activation& act, const char* salt, bool with_bias = false) {
@@ -144,6 +146,15 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
         }
         run([&](const auto& op) { fp4fuse::wgmma_epilogue_host(op, acc, {r0, 2 * oc0}); });
       }
+  } else if constexpr (Form == form::swap_ab) {
+    using frag = fp4fuse::wgmma_m64nN_f32_fragment<Width>;  // rows: 64 gate/up columns, columns: Width tokens
+    static float acc[128][Width / 2];
+    for (std::int64_t r0 = 0; r0 < layout.padded_rows(); r0 += Width)
+      for (std::int64_t c0 = 0; c0 < gu_cols; c0 += 64) {
+        for (int t = 0; t < 128; ++t)
+          for (int i = 0; i < Width / 2; ++i) acc[t][i] = value_at(gu, rows, I, r0 + frag::col(t, i), c0 + frag::row(t, i));
+        run([&](const auto& op) { fp4fuse::wgmma_swap_ab_epilogue_host(op, acc, {r0, c0}); });
+      }
   } else {
     using frag = fp4fuse::tcgen05_32x32b_fragment<Width>;
     static float acc[128][Width];
@@ -164,7 +175,7 @@ void check(std::int64_t rows, std::int64_t I, const Activation& act, const char*
 
 }  // namespace
 
-TEST_CASE("host twins: the mma.sync, wgmma and tcgen05-row forms write the host block_codec's bytes, padding included", "[epilogue]") {
+TEST_CASE("host twins: the mma.sync, wgmma, swap-AB wgmma and tcgen05-row forms write the host block_codec's bytes, padding included", "[epilogue]") {
   using fp4fuse::intermediate::bf16;
   using fp4fuse::intermediate::fp32;
   using nv = fp4fuse::format::nvfp4<>;
@@ -186,6 +197,11 @@ TEST_CASE("host twins: the mma.sync, wgmma and tcgen05-row forms write the host 
       check<form::row, 128, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin row bf16");
       check<form::row, 64, mx, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin row mx");
       check<form::row, 128, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin row mx 2 blocks");
+      check<form::swap_ab, 64, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, "twin swap-AB");
+      check<form::swap_ab, 8, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin swap-AB 8 tokens", true);
+      check<form::swap_ab, 136, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, "twin swap-AB 136 tokens bias", true);
+      check<form::swap_ab, 256, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, "twin swap-AB mx");
+      check<form::swap_ab, 48, mx, bf16>(rows, I, fp4fuse::activation::swiglu{}, "twin swap-AB mx 48 tokens", true);
     }
   }
 }

@@ -9,7 +9,8 @@
 /// the activations). docs/EPILOGUE.md shows such a test.
 ///
 /// `mma_epilogue_host` takes `acc[32][Tiles][4]` (`mma_m16n8_f32_fragment`), `wgmma_epilogue_host`
-/// `acc[128][N / 2]` (`wgmma_m64nN_f32_fragment<N>`) and `row_epilogue_host` `acc[128][N]`
+/// and `wgmma_swap_ab_epilogue_host` `acc[128][N / 2]` (`wgmma_m64nN_f32_fragment<N>`, the latter
+/// with gate/up columns as its rows and tokens as its columns) and `row_epilogue_host` `acc[128][N]`
 /// (`tcgen05_32x32b_fragment<N>`). The description's sink is `sink::direct` or `sink::staged` (the
 /// staged sink writes the same bytes; the twins store directly) over host memory, its
 /// `output_amax::global` a host float (+0 before the first call).
@@ -162,6 +163,31 @@ void row_epilogue_host(const fused_epilogue<Format, Sink, Activation, GateUp, Bi
       if (mine.row < op.sink.out.rows()) detail::combine_output_amax_host(op.amax.amax, q.amax(valid));
     }
   }
+}
+
+/// Host twin of `wgmma_swap_ab_epilogue` (epilogue/wgmma_swap_ab.cuh): the warpgroup's 128 threads'
+/// swap-AB accumulators, `acc[thread][i]` as `wgmma_m64nN_f32_fragment<N>` maps them with the
+/// fragment's rows as gate/up columns and its columns as tokens (N = 2 * Registers), written to
+/// the sink's output (host memory) token row by token row as the device form writes them, the
+/// output amax combined as `combine_output_amax` does. Same preconditions (`sink::direct`).
+/// \code
+/// static float acc[128][32];  // every thread's wgmma m64n64k16 registers: 64 gate/up columns x 64 tokens
+/// static std::uint8_t p[M * I / 2], s[fp4fuse::scale_layout::swizzled_128x4{M, I / 16}.size_bytes()];
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> host_out{p, I / 2, s, {M, I / 16}};
+/// fp4fuse::wgmma_swap_ab_epilogue_host(fp4fuse::fused_epilogue{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), fp4fuse::sink::direct{host_out}},
+///                                      acc, {0, 0});
+/// \endcode
+template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Registers>
+void wgmma_swap_ab_epilogue_host(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
+                                 const float (&acc)[128][Registers], tile_origin origin) {
+  static_assert(detail::sink_traits<Sink>::stores && !detail::sink_traits<Sink>::staged,
+                "wgmma_swap_ab_epilogue_host: sink::direct, as the device form");
+  constexpr int tokens = 2 * Registers;
+  using frag = wgmma_m64nN_f32_fragment<tokens>;
+  float rows[tokens][64];
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < Registers; ++i) rows[frag::col(t, i)][frag::row(t, i)] = acc[t][i];
+  for (int token = 0; token < tokens; ++token) row_epilogue(op, rows[token], {origin.row + token, origin.gate_up_col});
 }
 
 }  // namespace fp4fuse

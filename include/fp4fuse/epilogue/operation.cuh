@@ -4,7 +4,9 @@
 /// The adapters say how, one per accumulator fragment, and all take the same description:
 /// `mma_epilogue` (a warp's `mma.sync` m16n8 tiles) and `wgmma_epilogue` (a warpgroup's `wgmma`
 /// m64nNk16 registers) in epilogue/swiglu_quantize.cuh, `row_epilogue` (one thread's consecutive
-/// columns of one row, `tcgen05.ld` 32x32b) in epilogue/row.cuh; docs/EPILOGUE.md compares them.
+/// columns of one row, `tcgen05.ld` 32x32b) in epilogue/row.cuh, `wgmma_swap_ab_epilogue` (a
+/// swap-AB wgmma fragment: gate/up rows as M, tokens as N) in epilogue/wgmma_swap_ab.cuh;
+/// docs/EPILOGUE.md compares them.
 ///
 /// Per element: h = Intermediate::round(act(gate + b_gate) * (up + b_up)); per block of the format:
 /// `block_codec<Format>::quantize` of the block's h (so bit-identical to the standalone

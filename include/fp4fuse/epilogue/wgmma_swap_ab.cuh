@@ -1,0 +1,150 @@
+#pragma once
+/// \file epilogue/wgmma_swap_ab.cuh
+/// The fused epilogue on a swap-AB `wgmma` fragment. A GEMM for few tokens often computes
+/// D^T = W X^T: W's gate/up rows are wgmma's M (64 per warpgroup) and the tokens its N (any
+/// multiple of 8 up to 256, so the tile follows the tokens instead of padding them to 64 rows).
+/// Each thread then holds gate/up columns of several tokens, and an NVFP4 block (16 outputs = 32
+/// gate/up columns of one token) spans two warps. `wgmma_swap_ab_epilogue` turns the warpgroup's
+/// fragment into token rows through shared memory and quantizes each row with the row form's code
+/// (epilogue/row.cuh), so the numerics are exactly `block_codec<Format>::quantize` of each block's
+/// act(gate + b) * (up + b), bit-identical to the standalone `swiglu_quantize` on the same fp32
+/// gate/up values.
+#include <cuda/cmath>
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+
+#include "fp4fuse/config.cuh"
+#include "fp4fuse/epilogue/operation.cuh"
+#include "fp4fuse/epilogue/output_amax.cuh"
+#include "fp4fuse/epilogue/row.cuh"
+#include "fp4fuse/epilogue/tile_origin.cuh"
+#include "fp4fuse/epilogue/wgmma_fragment.cuh"
+#include "fp4fuse/gate_up_layout.cuh"
+
+namespace fp4fuse {
+
+namespace detail {
+
+/// Floats per token row of the swap-AB scratch: the warpgroup's 64 gate/up columns and 4 of
+/// padding, so that the fragment's stores (lanes 4 apart: 2 tokens apart) hit 32 distinct banks and
+/// each thread's 16-byte row loads are conflict-free per quarter warp.
+inline constexpr int swap_ab_row_floats = 68;
+
+/// The hand-back description of `Op` (same codec, activation, gate/up source, bias, rounding): the
+/// row form's quantization without its stores, which the swap-AB form does itself.
+template <class Op>
+using swap_ab_hand_back =
+    fused_epilogue<typename Op::format_type, sink::hand_back, typename Op::activation_type, typename Op::gate_up_type, typename Op::bias_type,
+                   output_amax::none, typename Op::intermediate_type>;
+
+/// Synchronises the 128 threads of the calling warpgroup on named barrier `id` (PTX `bar.sync`;
+/// cuda::ptx has no wrapper for named barriers).
+FP4FUSE_DEVICE void swap_ab_warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
+
+}  // namespace detail
+
+/// Floats of shared memory `wgmma_swap_ab_epilogue` needs per warpgroup for a fragment of `Tokens`
+/// tokens (wgmma's N): `Tokens` rows of 68 floats (the 64 gate/up columns and 4 of padding),
+/// 272 bytes per token (34 KiB at 128 tokens).
+/// \code
+/// static_assert(fp4fuse::wgmma_swap_ab_scratch_floats<64> * sizeof(float) == 17408);  // a warpgroup's shared memory for 64 tokens
+/// \endcode
+template <int Tokens>
+inline constexpr int wgmma_swap_ab_scratch_floats = Tokens * detail::swap_ab_row_floats;
+
+/// The fused epilogue on one thread's swap-AB `wgmma` m64nNk16 f32 fragment: register i of thread t
+/// holds gate/up column `origin.gate_up_col + wgmma_m64nN_f32_fragment<N>::row(t, i)` of token
+/// (output row) `origin.row + wgmma_m64nN_f32_fragment<N>::col(t, i)`, N = 2 * Registers tokens.
+/// Warpgroup-collective: all 128 threads of a warpgroup (4 consecutive warps, the first a multiple
+/// of 4 in the block's linear thread index) call it, converged, with the same `op`, `origin`,
+/// `scratch` and `barrier`.
+///
+/// How: each thread stores its registers to `scratch` as token rows (the 64 gate/up columns of a
+/// token in order), the warpgroup synchronises on named barrier `barrier`, then thread t takes
+/// tokens t and t + 128 (N > 128): it loads the token's 64 gate/up values and quantizes them as the
+/// row form does (32 outputs: two NVFP4 blocks or one MXFP4 block), stores them as `sink::direct`
+/// does and, with `output_amax::global`, the warpgroup combines the amax. A last barrier frees the
+/// scratch for the caller.
+///
+/// \param op      the description (`fused_epilogue`): `sink::direct`; GateUp `gate_up::interleaved<G>`
+///                with G dividing 32 (W's rows in the M dimension in that order); any format, bias,
+///                amax and intermediate rounding
+/// \param acc     the thread's Registers accumulators (N = 2 * Registers tokens, 8..256), in wgmma order
+/// \param origin  the first token's output row and the first gate/up column (wgmma row 0; a multiple
+///                of 64, so that the warpgroup's 32 outputs are whole blocks of either format)
+/// \param scratch 16-byte aligned shared memory of `wgmma_swap_ab_scratch_floats<N>` floats, this
+///                warpgroup's alone for the call
+/// \param barrier a named barrier (1..15) that no other warps use during the call
+/// Bounds and padding as the row form's: packed bytes for rows < out.rows() and blocks <
+/// out.layout.scale_cols; scale bytes for rows < padded_rows() and blocks < padded_cols(), 0x00 in
+/// the padding. Tokens beyond N are another tile's: nothing is written for them, so tiles whose
+/// tokens and gate/up columns cover `scale_layout::padded_extent(out.layout)` write the whole scale
+/// tensor (otherwise `write_scale_padding_beyond_grid` writes the rest). Bias: `column_bias`
+/// indexed by gate/up column (the row form's, no alignment needed).
+/// \code
+/// __device__ void fused(const float (&acc)[32], std::int64_t token0, std::int64_t gate_up_col0, const float* d_S, float* scratch,
+///                       const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>& out) {
+///   // acc: wgmma m64n64k16 with W's 64 gate/up rows (interleaved by 8) as A and 64 tokens of X as B;
+///   // scratch: fp4fuse::wgmma_swap_ab_scratch_floats<64> floats of shared memory
+///   const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(*d_S), fp4fuse::sink::direct{out}};
+///   fp4fuse::wgmma_swap_ab_epilogue(op, acc, {token0, gate_up_col0}, scratch, 1);
+/// }
+/// \endcode
+template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Registers>
+FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
+                                           const float (&acc)[Registers], tile_origin origin, float* scratch, int barrier) {
+  constexpr int tokens = 2 * Registers;
+  static_assert(Registers % 4 == 0 && tokens >= 8 && tokens <= 256,
+                "wgmma_swap_ab_epilogue: the fragment of wgmma m64nNk16 has N / 2 registers, N (the tokens) a multiple of 8 in [8, 256]");
+  static_assert(detail::sink_traits<Sink>::stores && !detail::sink_traits<Sink>::staged,
+                "wgmma_swap_ab_epilogue: sink::direct only (each thread stores its token's row; for a staged or hand-back "
+                "store, quantize the scratch's rows with row_epilogue)");
+  static_assert(gate_up::is_interleaved<GateUp>, "wgmma_swap_ab_epilogue: W's gate/up rows interleaved (gate_up::interleaved<G>)");
+  if constexpr (gate_up::is_interleaved<GateUp>) {
+    static_assert(32 % GateUp::granule == 0, "wgmma_swap_ab_epilogue: the warpgroup's 64 gate/up rows must hold whole granules (G divides 32)");
+  }
+  static_assert(32 % Format::block_size == 0, "wgmma_swap_ab_epilogue: the warpgroup's 32 outputs must be whole blocks");
+  using frag = wgmma_m64nN_f32_fragment<tokens>;
+  constexpr int row_floats = detail::swap_ab_row_floats;
+  const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int thread = static_cast<int>(linear_thread % 128);
+  FP4FUSE_UNROLL
+  for (int i = 0; i < Registers; ++i) scratch[frag::col(thread, i) * row_floats + frag::row(thread, i)] = acc[i];
+  detail::swap_ab_warpgroup_sync(barrier);
+  const detail::swap_ab_hand_back<fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>> quantize{
+      op.codec, {}, op.act, op.source, op.bias, {}, op.rounding};
+  const auto& out = op.sink.out;
+  float amax = 0.0f;  // max |h| over this thread's tokens inside the matrix (the output amax's partial)
+  FP4FUSE_UNROLL
+  for (int pass = 0; pass < cuda::ceil_div(tokens, 128); ++pass) {
+    const int token = thread + 128 * pass;
+    if (token < tokens) {
+      float row[64];
+      const float4* src = reinterpret_cast<const float4*>(scratch + token * row_floats);
+      FP4FUSE_UNROLL
+      for (int v = 0; v < 16; ++v) {
+        const float4 q = src[v];
+        row[4 * v] = q.x;
+        row[4 * v + 1] = q.y;
+        row[4 * v + 2] = q.z;
+        row[4 * v + 3] = q.w;
+      }
+      const tile_origin at{origin.row + token, origin.gate_up_col};
+      const auto q = row_epilogue(quantize, row, at);
+      detail::store_row<false>(out, at, q, nullptr);
+      if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
+        constexpr int blocks = 32 / Format::block_size;  // the row's blocks: 2 NVFP4, 1 MXFP4
+        const int valid = detail::valid_row_blocks<Format, blocks>(out, origin.gate_up_col / (2 * Format::block_size));
+        if (at.row < out.rows()) amax = detail::max_num(amax, q.amax(valid));
+      }
+    }
+  }
+  if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
+    combine_output_amax(op.amax.amax, amax);
+  } else {
+    (void)amax;
+  }
+  detail::swap_ab_warpgroup_sync(barrier);  // every row read: the scratch is the caller's again
+}
+
+}  // namespace fp4fuse
