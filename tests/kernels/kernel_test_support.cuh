@@ -16,9 +16,9 @@ namespace fp4fuse_test {
 
 /// Whether a GPU case of the sm_90a GEMM engine runs its subject: `runs` is the library's answer
 /// (fp4fuse::gemm::detail::wgmma_runs_here()). Such a case must not pass without running the
-/// engine: on an sm_90 device, the engine's target, a build without an sm_90a image FAILs it (the
-/// build's gpu_targets lack arch=compute_90a,code=sm_90a); on another GPU, where the engine does
-/// not exist, the case warns and returns (Catch2 2.x has no skip).
+/// engine: on an sm_90 device, the engine's target, it FAILs (a build without an sm_90a image, or
+/// a probe that failed); on another GPU, where the engine does not exist, the case warns and
+/// returns (Catch2 2.x has no skip).
 inline bool sm90_engine_here(bool runs, const char* untested) {
   if (runs) return true;
   int device = 0, major = 0, minor = 0;
@@ -26,7 +26,9 @@ inline bool sm90_engine_here(bool runs, const char* untested) {
                      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
   (void)cudaGetLastError();
   if (known && major == 9 && minor == 0) {
-    FAIL("an sm_90 GPU, but this build has no sm_90a image (gpu_targets needs arch=compute_90a,code=sm_90a): " << untested);
+    FAIL("an sm_90 GPU, but the wgmma engine does not run here: this build has no sm_90a image (gpu_targets needs "
+         "arch=compute_90a,code=sm_90a), or the library's one-thread probe failed (an earlier CUDA error): "
+         << untested);
   }
   WARN("not an sm_90 GPU: the sm_90a engine does not run here; " << untested);
   return false;

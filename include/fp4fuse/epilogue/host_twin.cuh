@@ -27,6 +27,9 @@
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
+#include <cstddef>
+#include <vector>
+
 #include "fp4fuse/activation.cuh"
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/bits.cuh"
@@ -184,10 +187,13 @@ void wgmma_swap_ab_epilogue_host(const fused_epilogue<Format, Sink, Activation, 
                 "wgmma_swap_ab_epilogue_host: sink::direct, as the device form");
   constexpr int tokens = 2 * Registers;
   using frag = wgmma_m64nN_f32_fragment<tokens>;
-  float rows[tokens][64];
+  std::vector<float> rows(static_cast<std::size_t>(tokens) * 64);  // up to 64 KiB: on the heap
   for (int t = 0; t < 128; ++t)
-    for (int i = 0; i < Registers; ++i) rows[frag::col(t, i)][frag::row(t, i)] = acc[t][i];
-  for (int token = 0; token < tokens; ++token) row_epilogue(op, rows[token], {origin.row + token, origin.gate_up_col});
+    for (int i = 0; i < Registers; ++i) rows[static_cast<std::size_t>(frag::col(t, i)) * 64 + frag::row(t, i)] = acc[t][i];
+  for (int token = 0; token < tokens; ++token) {
+    const float(&row)[64] = *reinterpret_cast<const float(*)[64]>(&rows[static_cast<std::size_t>(token) * 64]);
+    row_epilogue(op, row, {origin.row + token, origin.gate_up_col});
+  }
 }
 
 }  // namespace fp4fuse

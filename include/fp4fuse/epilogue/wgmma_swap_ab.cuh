@@ -26,8 +26,9 @@ namespace fp4fuse {
 namespace detail {
 
 /// Floats per token row of the swap-AB scratch: the warpgroup's 64 gate/up columns and 4 of
-/// padding, so that the fragment's stores (lanes 4 apart: 2 tokens apart) hit 32 distinct banks and
-/// each thread's 16-byte row loads are conflict-free per quarter warp.
+/// padding (68 = 4 mod 32), so that each register's 32 stores hit 32 distinct banks (the lanes of a
+/// quad are 2 tokens apart: 8 banks; the quads are neighbouring gate/up columns: 1 bank) and each
+/// thread's 16-byte row loads are conflict-free per quarter warp (a row is 17 16-byte units).
 inline constexpr int swap_ab_row_floats = 68;
 
 /// The hand-back description of `Op` (same codec, activation, gate/up source, bias, rounding): the
@@ -74,8 +75,10 @@ inline constexpr int wgmma_swap_ab_scratch_floats = Tokens * detail::swap_ab_row
 ///                of 64, so that the warpgroup's 32 outputs are whole blocks of either format)
 /// \param scratch 16-byte aligned shared memory of `wgmma_swap_ab_scratch_floats<N>` floats, this
 ///                warpgroup's alone for the call
-/// \param barrier a named barrier (1..15) that no other warps use during the call
-/// Bounds and padding as the row form's: packed bytes for rows < out.rows() and blocks <
+/// \param barrier a named barrier (1..15; 0 is __syncthreads') that no other warps use during the
+///                call; another id traps
+/// Output: packed rows and their base aligned to a block's bytes (8 NVFP4, 16 MXFP4), as the row
+/// form stores whole blocks. Bounds and padding as the row form's: packed bytes for rows < out.rows() and blocks <
 /// out.layout.scale_cols; scale bytes for rows < padded_rows() and blocks < padded_cols(), 0x00 in
 /// the padding. Tokens beyond N are another tile's: nothing is written for them, so tiles whose
 /// tokens and gate/up columns cover `scale_layout::padded_extent(out.layout)` write the whole scale
@@ -108,6 +111,7 @@ FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Ac
   constexpr int row_floats = detail::swap_ab_row_floats;
   const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const int thread = static_cast<int>(linear_thread % 128);
+  if (barrier < 1 || barrier > 15) __trap();  // 0 would be __syncthreads' barrier, shared with the block's other warps
   FP4FUSE_UNROLL
   for (int i = 0; i < Registers; ++i) scratch[frag::col(thread, i) * row_floats + frag::row(thread, i)] = acc[i];
   detail::swap_ab_warpgroup_sync(barrier);

@@ -130,7 +130,7 @@ inline engine resolve(engine e) {
 /// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols; the NVFP4 one's
 /// packed bytes, scales and S; a column bias's data where it has columns), a forced plan
 /// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). M = 0
-/// (after those checks): ok, nothing launched, no CUDA call. `force_plan` (wgmma only) replaces the automatic choice
+/// after the argument and plan checks (before the architecture's): ok, nothing launched, no CUDA call. `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).
 /// \code // not compiled: it instantiates every kernel of both engines (minutes); tests/gemm/dense.cu makes this call
