@@ -29,6 +29,9 @@ struct swiglu {
   /// (0 / 2 is that zero) without dividing: on the device a zero dividend takes the IEEE
   /// division's slow path, which doubled the activation's time (rows of zeros: padding tokens, the
   /// rows beyond a GEMM's M in its last tile; bench/results/engine9.md).
+  /// \code
+  /// float h = fp4fuse::activation::swiglu{}.apply(1.0f, 2.0f);  // 1.4621172f: silu(1) * 2
+  /// \endcode
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const bool zero = gate == 0.0f;
     const float silu = detail::div_rn(zero ? 1.0f : gate, detail::add_rn(1.0f, detail::exp_portable(-gate)));
@@ -46,6 +49,9 @@ struct swiglu_clamped {
   float limit = 7.0f;
   /// (g * sigmoid(alpha * g)) * (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit); fp32,
   /// each product rounded once; NaN inputs propagate.
+  /// \code
+  /// float o = fp4fuse::activation::swiglu_clamped{}.apply(10.0f, 10.0f);  // 55.9996262f: gate 7, up 7: (7 sigmoid(11.914)) * 8
+  /// \endcode
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const float g = gate > limit ? limit : gate;
     const float u = up > limit ? limit : (up < -limit ? -limit : up);
@@ -66,6 +72,9 @@ struct swiglu_clamped {
 /// \endcode
 struct swiglu_fast {
   /// (gate * rcp(1 + ex2(-gate log2 e))) * up; each product rounded once, no fma contraction.
+  /// \code
+  /// float h = fp4fuse::activation::swiglu_fast{}.apply(1.0f, 2.0f);  // about 1.4621172f, as swiglu
+  /// \endcode
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const { return detail::mul_rn(detail::x_sigmoid_fast(gate, detail::log2e_f), up); }
 };
 
@@ -82,6 +91,9 @@ struct swiglu_clamped_fast {
   /// Clamp bound: gate is clamped above at `limit`, up to [-limit, limit].
   float limit = 7.0f;
   /// (g * sigmoid_fast(alpha * g)) * (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit).
+  /// \code
+  /// float o = fp4fuse::activation::swiglu_clamped_fast{}.apply(10.0f, 10.0f);  // about 55.9996f, as swiglu_clamped
+  /// \endcode
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     // NaN-keeping min/max (one instruction each on the device); a NaN's payload may differ from
     // the exact form's, its value does not.
@@ -95,6 +107,9 @@ struct swiglu_clamped_fast {
 /// (the identity 0.5 (1 + tanh z) = sigmoid(2z) avoids tanh's cancellation near 0).
 struct geglu_tanh {
   /// (gate * sigmoid(1.5957691 * (gate + 0.044715 gate^3))) * up in fp32 (tanh GELU of gate times up).
+  /// \code
+  /// float h = fp4fuse::activation::geglu_tanh{}.apply(1.0f, 2.0f);  // 1.68238401f: gelu_tanh(1) * 2
+  /// \endcode
   FP4FUSE_HOST_DEVICE float apply(float gate, float up) const {
     const float cubic = detail::fma_rn(detail::mul_rn(0.044715f, detail::mul_rn(gate, gate)), gate, gate);
     const float z = detail::mul_rn(1.5957691216057308f, cubic);

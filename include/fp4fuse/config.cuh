@@ -156,6 +156,9 @@ FP4FUSE_HOST_DEVICE constexpr conversion_path active_e2m1_path() {
 }
 
 /// The E4M3 conversion path compiled into the current pass (host, sm_80: software).
+/// \code
+/// __global__ void k(int* out) { *out = int(fp4fuse::active_e4m3_path()); }  // 1 on sm_89 and later
+/// \endcode
 FP4FUSE_HOST_DEVICE constexpr conversion_path active_e4m3_path() {
   return FP4FUSE_ARCH_HAS_E4M3_CVT ? conversion_path::hardware : conversion_path::software;
 }

@@ -283,6 +283,9 @@ FP4FUSE_HOST_DEVICE constexpr float e2m1_decode(cuda::std::uint8_t nibble) {
 
 /// Decodes one byte (two nibbles) to a half2: low nibble -> `.x`, high nibble -> `.y`. Exact.
 /// Uses `cvt.rn.f16x2.e2m1x2` where the target has it.
+/// \code
+/// const __half2 v = fp4fuse::e2m1x2_decode_half2(0x72);  // .x = 1.0 (code 2), .y = 6.0 (code 7)
+/// \endcode
 FP4FUSE_HOST_DEVICE __half2 e2m1x2_decode_half2(cuda::std::uint8_t byte) {
 #if FP4FUSE_ARCH_HAS_E2M1_CVT
   const cuda::std::uint32_t bits = detail::e2m1x2_to_half2_cvt(byte);
@@ -302,12 +305,18 @@ FP4FUSE_HOST_DEVICE __half2 e2m1x2_decode_half2(cuda::std::uint8_t byte) {
 }
 
 /// Decodes one byte (two nibbles) to a bfloat162: low nibble -> `.x`, high nibble -> `.y`. Exact.
+/// \code
+/// const __nv_bfloat162 v = fp4fuse::e2m1x2_decode_bfloat162(0xA1);  // .x = 0.5, .y = -1.0 (sign | code 2)
+/// \endcode
 FP4FUSE_HOST_DEVICE __nv_bfloat162 e2m1x2_decode_bfloat162(cuda::std::uint8_t byte) {
   // Every E2M1 value is exact in bf16; float is the common route.
   return __floats2bfloat162_rn(e2m1_decode(byte & 0xFu), e2m1_decode(byte >> 4));
 }
 
 /// Decodes one byte (two nibbles) to a float2: low nibble -> `.x`, high nibble -> `.y`. Exact.
+/// \code
+/// const float2 v = fp4fuse::e2m1x2_decode_float2(0x72);  // {1.0f, 6.0f}
+/// \endcode
 FP4FUSE_HOST_DEVICE float2 e2m1x2_decode_float2(cuda::std::uint8_t byte) {
 #if FP4FUSE_DEVICE_PASS
   return __half22float2(e2m1x2_decode_half2(byte));

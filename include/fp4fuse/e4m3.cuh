@@ -70,6 +70,9 @@ FP4FUSE_HOST_DEVICE cuda::std::uint8_t e4m3_encode(float x) {
 }
 
 /// Encodes two floats: `lo` in bits 7..0, `hi` in bits 15..8.
+/// \code
+/// uint16_t w = fp4fuse::e4m3x2_encode(448.0f, 0.3f);  // 0x2A7E: lo 0x7E (448), hi 0x2A (0.3125)
+/// \endcode
 FP4FUSE_HOST_DEVICE cuda::std::uint16_t e4m3x2_encode(float lo, float hi) {
 #if FP4FUSE_ARCH_HAS_E4M3_CVT
   return detail::e4m3x2_cvt(lo, hi);

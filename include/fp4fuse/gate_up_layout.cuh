@@ -24,16 +24,28 @@ namespace fp4fuse::gate_up {
 /// \endcode
 struct split_gate_first {
   /// Input column of output column c's gate value: c.
+  /// \code
+  /// static_assert(fp4fuse::gate_up::split_gate_first::gate_col(3, 512) == 3);
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t /*I*/) { return c; }
   /// Input column of output column c's up value: I + c.
+  /// \code
+  /// static_assert(fp4fuse::gate_up::split_gate_first::up_col(0, 2880) == 2880);  // GPT-OSS's I = 2880
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
 };
 
 /// Up half first: output column c reads gate column I + c and up column c.
 struct split_up_first {
   /// Input column of output column c's gate value: I + c.
+  /// \code
+  /// static_assert(fp4fuse::gate_up::split_up_first::gate_col(3, 512) == 515);
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t gate_col(cuda::std::int64_t c, cuda::std::int64_t I) { return I + c; }
   /// Input column of output column c's up value: c.
+  /// \code
+  /// static_assert(fp4fuse::gate_up::split_up_first::up_col(3, 512) == 3);
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t /*I*/) { return c; }
 };
 
@@ -51,6 +63,9 @@ struct interleaved {
     return 2 * G * (c / G) + c % G;
   }
   /// Input column of output column c's up value: 2G*(c/G) + G + c%G (I is not used).
+  /// \code
+  /// static_assert(fp4fuse::gate_up::interleaved<8>::up_col(9, 0) == 25);  // granule 1's up half: 16 + 8 + 1
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t up_col(cuda::std::int64_t c, cuda::std::int64_t) {
     return 2 * G * (c / G) + G + c % G;
   }

@@ -40,6 +40,9 @@ FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_encode_scale(float tensor_amax)
 
 /// The decode scale 1/S (IEEE division), the factor a consumer applies after multiplying
 /// E2M1 values by their E4M3 block scales (the next GEMM's alpha).
+/// \code
+/// static_assert(fp4fuse::nvfp4_global_decode_scale(fp4fuse::nvfp4_global_encode_scale(6.0f)) == 1.0f / 448.0f);
+/// \endcode
 FP4FUSE_HOST_DEVICE constexpr float nvfp4_global_decode_scale(float global_encode_scale) {
   return 1.0f / global_encode_scale;
 }

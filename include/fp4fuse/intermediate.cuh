@@ -15,6 +15,9 @@ namespace fp4fuse::intermediate {
 /// Quantize act(gate) * up straight from fp32 (the default, more accurate).
 struct fp32 {
   /// The value quantized for an activation v: v itself.
+  /// \code
+  /// static_assert(fp4fuse::intermediate::fp32::round(1.00390625f) == 1.00390625f);  // unrounded (bf16::round gives 1.0f)
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr float round(float v) { return v; }
 };
 

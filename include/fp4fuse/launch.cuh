@@ -53,15 +53,31 @@ inline bool is_aligned(const void* p, std::size_t bytes) {
 class argument_checker {
  public:
   /// A checker for the launcher `entry_point` (the first words of every sentence; kept by pointer).
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");  // its sentences read "my_launcher: ..."
+  /// \endcode
   explicit argument_checker(const char* entry_point) : entry_(entry_point) {}
 
   /// False once a check failed.
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// if (!c.not_null(d_bias, "d_bias")) { /* refused: c.outcome() says why */ }
+  /// \endcode
   explicit operator bool() const { return !failed_; }
   /// The first failure (or ok).
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// const fp4fuse::result r = c.not_null(d_bias, "d_bias").outcome();  // status::null_pointer, "my_launcher: d_bias is null"
+  /// \endcode
   const result& outcome() const { return result_; }
 
   /// Records "<entry>: <sentence>" with status `s` unless `ok`; `format` is a printf format for
   /// `args` (the sentence is cut at 199 characters).
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// const int experts = 0;
+  /// c.require(experts > 0, fp4fuse::status::bad_shape, "experts = %d must be > 0", experts);  // "my_launcher: experts = 0 must be > 0"
+  /// \endcode
   template <class... Args>
   argument_checker& require(bool ok, status s, const char* format, Args... args) {
     if (!ok && !failed_) {
@@ -77,8 +93,16 @@ class argument_checker {
     return *this;
   }
   /// `p` is not null (status::null_pointer).
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.not_null(d_amax, "d_amax");  // a null d_amax: "my_launcher: d_amax is null"
+  /// \endcode
   argument_checker& not_null(const void* p, const char* name) { return require(p != nullptr, status::null_pointer, "%s is null", name); }
   /// `p` is null or `bytes`-aligned (status::misaligned_pointer); `why` says what needs it.
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.aligned(d_bias, 8, "d_bias", "float2 loads");  // a null d_bias passes (not_null refuses it where it must be set)
+  /// \endcode
   argument_checker& aligned(const void* p, std::size_t bytes, const char* name, const char* why) {
     return require(p == nullptr || is_aligned(p, bytes), status::misaligned_pointer, "%s (%p) must be %zu-byte aligned (%s)", name, p,
                    bytes, why);
@@ -87,6 +111,12 @@ class argument_checker {
   /// A row-major input/output matrix of T: data non-null and 16-byte aligned, rows >= 0,
   /// cols >= min_cols and a multiple of `multiple` (why: `why`), ld >= cols and a whole number of
   /// 16-byte vectors.
+  /// \code
+  /// const __nv_bfloat16* d_x = nullptr;  // [M, K] in device memory
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.matrix(fp4fuse::matrix_view<const __nv_bfloat16>{d_x, M, K, K}, "x", 16, 16, "NVFP4 blocks");
+  /// // K = 24 would read "my_launcher: x.cols = 24 must be a multiple of 16 (NVFP4 blocks)"
+  /// \endcode
   template <class T>
   argument_checker& matrix(const matrix_view<T>& m, const char* name, cuda::std::int64_t min_cols, cuda::std::int64_t multiple, const char* why) {
     using E = cuda::std::remove_const_t<T>;
@@ -108,6 +138,11 @@ class argument_checker {
   /// A quantized matrix: packed and scales non-null, packed aligned to one block's bytes (one
   /// store or load per block), scale columns > 0, ld_packed >= cols / 2 and a multiple of a
   /// block's bytes.
+  /// \code
+  /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{nullptr, K / 2, scales, {M, K / 16}};
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.quantized(out, "out");  // "my_launcher: out.packed is null"
+  /// \endcode
   template <class Format, class Layout, class Byte>
   argument_checker& quantized(const quantized_matrix<Format, Layout, Byte>& q, const char* name) {
     constexpr int block_bytes = Format::block_size / 2;
@@ -131,6 +166,11 @@ class argument_checker {
   /// The global scale's pointer (the kind is checked against the format at compile time, where
   /// the launcher takes it): `none` has nothing to check; per_tensor's S and per_group's S non-null
   /// and 4-byte aligned.
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.scale(fp4fuse::global_scale::none{});           // MXFP4: nothing to check
+  /// c.scale(fp4fuse::global_scale::per_tensor{d_S});  // a null d_S: "my_launcher: scale.encode_scale (NVFP4's S, device memory) is null"
+  /// \endcode
   argument_checker& scale(global_scale::none) { return *this; }
   /// \copydoc scale(global_scale::none)
   argument_checker& scale(global_scale::per_tensor s) {
@@ -144,6 +184,11 @@ class argument_checker {
   }
   /// per_row's S_r non-null and 4-byte aligned, with one CTA per padded row (`padded_rows`)
   /// within the grid.
+  /// \code
+  /// float* d_row_S = nullptr;  // M floats in device memory
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.scale(fp4fuse::global_scale::per_row{d_row_S}, fp4fuse::scale_layout::swizzled_128x4{M, K / 16}.padded_rows());
+  /// \endcode
   argument_checker& scale(global_scale::per_row s, cuda::std::int64_t padded_rows) {
     not_null(s.encode_scales, "scale.encode_scales (one S per row, device memory)");
     aligned(s.encode_scales, 4, "scale.encode_scales", "floats");
@@ -151,6 +196,10 @@ class argument_checker {
   }
 
   /// 32-bit grids: `threads` below 2^31 - 256.
+  /// \code
+  /// fp4fuse::argument_checker c("my_launcher");
+  /// c.grid(M * K / 16, "threads (one per NVFP4 block)");  // 2^31 or more: "my_launcher: threads ... exceeds the kernel's 31-bit indexing"
+  /// \endcode
   argument_checker& grid(cuda::std::int64_t threads, const char* what) {
     return require(threads < (cuda::std::int64_t(1) << 31) - 256, status::bad_shape,
                    "%s = %" PRId64 " exceeds the kernel's 31-bit indexing", what, static_cast<std::int64_t>(threads));
@@ -201,6 +250,14 @@ inline result cuda_failure(cudaError_t err, const char* entry_point = "fp4fuse")
 /// ok when the current device has an image of `kernel` in this build, else `cuda_failure` of the
 /// runtime's answer (status::unsupported_architecture, or status::no_device without a GPU): what a
 /// launcher checks before its launch, so that a missing `-gencode` target is a sentence.
+/// \code
+/// __global__ void fill(float* out) { out[threadIdx.x] = 0.0f; }
+/// inline fp4fuse::result launch_fill(float* d_out, cudaStream_t stream) {
+///   if (const fp4fuse::result r = fp4fuse::check_kernel_image(fill, "launch_fill"); !r) return r;  // no image for this GPU
+///   fill<<<1, 32, 0, stream>>>(d_out);
+///   return fp4fuse::launch_result("launch_fill");
+/// }
+/// \endcode
 template <class Kernel>
 inline result check_kernel_image(Kernel* kernel, const char* entry_point = "fp4fuse") {
   cudaFuncAttributes attributes{};
@@ -209,6 +266,13 @@ inline result check_kernel_image(Kernel* kernel, const char* entry_point = "fp4f
 }
 
 /// After a launch: ok, or `cuda_failure` of the launch's error (`cudaGetLastError`).
+/// \code
+/// __global__ void fill(float* out) { out[threadIdx.x] = 0.0f; }
+/// inline fp4fuse::result launch_fill(float* d_out, int threads, cudaStream_t stream) {
+///   fill<<<1, threads, 0, stream>>>(d_out);
+///   return fp4fuse::launch_result("launch_fill");  // threads = 2048: "launch_fill: invalid configuration argument"
+/// }
+/// \endcode
 inline result launch_result(const char* entry_point = "fp4fuse") {
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);

@@ -76,10 +76,17 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
 
   /// MXFP4 has no tensor scale; the codec needs no constants (code written for both formats:
   /// `make_block_codec`).
+  /// \code
+  /// const fp4fuse::block_codec<fp4fuse::format::mxfp4<fp4fuse::recipe::mx_round_up>> codec;  // no constants to compute
+  /// \endcode
   FP4FUSE_HOST_DEVICE block_codec() { detail::require_ieee_float_math(); }
 
   /// Largest magnitude of a block with NaN winning over everything and Inf over finite values (an
   /// integer maximum over the magnitude bits).
+  /// \code
+  /// float v[32] = {1.0f, cuda::std::numeric_limits<float>::infinity()};  // the rest 0
+  /// const float a = fp4fuse::block_codec<fp4fuse::format::mxfp4<>>::block_amax(v);  // +Inf: the block gets scale 0xFF
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float block_amax(const float (&x)[block_size]) {
     cuda::std::uint32_t amax = 0;
     FP4FUSE_UNROLL
@@ -90,6 +97,9 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
     return detail::bits_float(amax);
   }
   /// Combines two partial amaxes of one block as `block_amax` does (NaN, then Inf, win).
+  /// \code
+  /// const float a = fp4fuse::block_codec<fp4fuse::format::mxfp4<>>::combine_amax(6.0f, cuda::std::numeric_limits<float>::infinity());  // +Inf
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float combine_amax(float a, float b) {
     const cuda::std::uint32_t ma = detail::float_bits(a) & 0x7FFFFFFFu, mb = detail::float_bits(b) & 0x7FFFFFFFu;
     return detail::bits_float(ma > mb ? ma : mb);
@@ -103,6 +113,11 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
 
   /// Decodes one block: out[i] = e2m1(nibble i) * 2^(scale - 127) (NaN for scale 0xFF). Exact
   /// unless the product is a float subnormal on a flush-to-zero device build.
+  /// \code
+  /// float v[32] = {6.0f, -0.5f}, out[32];  // the rest 0
+  /// const fp4fuse::block_codec<fp4fuse::format::mxfp4<>> codec;
+  /// codec.dequantize(codec.quantize(v), out);  // {6, -0.5f, 0, ...}: scale 127 (2^0)
+  /// \endcode
   FP4FUSE_HOST_DEVICE void dequantize(const block_type& b, float (&out)[block_size]) const {
     const float scale = scale_value(b.scale);
     FP4FUSE_UNROLL
@@ -112,8 +127,14 @@ class block_codec<format::mxfp4<Recipe>> : public detail::block_codec_base<block
   }
 
   /// Always 1: MXFP4 has no global scale.
+  /// \code
+  /// const float alpha = fp4fuse::block_codec<fp4fuse::format::mxfp4<>>().global_decode_scale();  // 1.0f, for code written for both formats
+  /// \endcode
   FP4FUSE_HOST_DEVICE float global_decode_scale() const { return 1.0f; }
   /// Decoded block scale: 2^(code - 127), NaN for 0xFF (`ue8m0_decode`).
+  /// \code
+  /// const float scale = fp4fuse::block_codec<fp4fuse::format::mxfp4<>>::scale_value(130);  // 8.0f
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return ue8m0_decode(code); }
 };
 

@@ -88,6 +88,10 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
 
   /// Largest magnitude of a block, ignoring NaN elements (as TE and vLLM do); +0 for an all-zero
   /// or all-NaN block.
+  /// \code
+  /// float v[16] = {0.1f, -0.7f, 2.5f, -6.0f};  // the rest 0
+  /// const float a = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>::block_amax(v);  // 6.0f
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float block_amax(const float (&x)[block_size]) {
     float amax = 0.0f;
     FP4FUSE_UNROLL
@@ -98,13 +102,24 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
   }
   /// Combines two partial amaxes of one block as `block_amax` does (a NaN operand loses), for
   /// reductions across lanes.
+  /// \code
+  /// const float a = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>::combine_amax(cuda::std::numeric_limits<float>::quiet_NaN(), 2.0f);  // 2.0f
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float combine_amax(float a, float b) { return detail::max_num(a, b); }
 
   /// The block's E4M3 byte and element multiplier for a block amax (recipe.cuh has the formulas).
+  /// \code
+  /// const fp4fuse::block_scale s = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(448.0f).scale_for(6.0f);  // code 0x7E (448), multiplier 1.0f
+  /// \endcode
   FP4FUSE_HOST_DEVICE block_scale scale_for(float block_amax) const { return recipe_.scale_for(block_amax); }
 
   /// Decodes one block: out[i] = (e2m1(nibble i) * e4m3(scale)) * (1/S). The first product is
   /// exact; the second rounds once.
+  /// \code
+  /// float v[16] = {0.1f, -0.7f, 2.5f, 6.0f}, out[16];  // the rest 0
+  /// const fp4fuse::block_codec<fp4fuse::format::nvfp4<>> codec(448.0f);
+  /// codec.dequantize(codec.quantize(v), out);  // {0, -0.5f, 2, 6, 0, ...}
+  /// \endcode
   FP4FUSE_HOST_DEVICE void dequantize(const block_type& b, float (&out)[block_size]) const {
     const float sf = scale_value(b.scale);
     FP4FUSE_UNROLL
@@ -114,8 +129,14 @@ class block_codec<format::nvfp4<Recipe>> : public detail::block_codec_base<block
   }
 
   /// 1/S (IEEE division): the factor applied after (E2M1 value * decoded scale), the next GEMM's alpha.
+  /// \code
+  /// const float alpha = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S).global_decode_scale();  // 1.0f / S
+  /// \endcode
   FP4FUSE_HOST_DEVICE float global_decode_scale() const { return recipe_.decode_scale; }
   /// The decoded E4M3 block scale of a scale byte (NaN for 0x7F/0xFF).
+  /// \code
+  /// const float sf = fp4fuse::block_codec<fp4fuse::format::nvfp4<>>::scale_value(0x7E);  // 448.0f
+  /// \endcode
   FP4FUSE_HOST_DEVICE static float scale_value(cuda::std::uint8_t code) { return e4m3_decode(code); }
 
  private:

@@ -40,8 +40,14 @@ struct quantized_matrix {
   Layout layout{};
 
   /// Rows of the matrix: `layout.rows`.
+  /// \code
+  /// static_assert(fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4>{nullptr, K / 2, nullptr, {100, K / 16}}.rows() == 100);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t rows() const { return layout.rows; }
   /// Columns of the matrix: `layout.scale_cols * Format::block_size`.
+  /// \code
+  /// static_assert(fp4fuse::quantized_matrix<fp4fuse::format::mxfp4<>, fp4fuse::scale_layout::linear>{nullptr, K / 2, nullptr, {M, K / 32}}.cols() == K);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t cols() const { return layout.scale_cols * Format::block_size; }
 };
 

@@ -70,21 +70,42 @@ struct linear {
   cuda::std::int64_t scale_cols;
 
   /// Rows of the scale tensor: `rows` (no padding).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.padded_rows() == 100);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const { return rows; }
   /// Columns of the scale tensor: `scale_cols` (no padding).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.padded_cols() == 5);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return scale_cols; }
   /// Bytes the scale tensor occupies.
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.size_bytes() == 500);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return rows * scale_cols; }
   /// Byte offset of scale (row, scale_col). Precondition: row < rows, scale_col < scale_cols.
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.offset(2, 3) == 13);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
     return row_offset(row) + col_offset(scale_col);
   }
   /// The row's part of `offset`: offset(row, k) == row_offset(row) + col_offset(k) for every row
   /// and k (an epilogue computes the row part once per row).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.row_offset(2) == 10);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t row_offset(cuda::std::int64_t row) const { return row * scale_cols; }
   /// The scale column's part of `offset` (see `row_offset`).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::linear{100, 5}.col_offset(3) == 3);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t col_offset(cuda::std::int64_t scale_col) const { return scale_col; }
   /// Always false: this layout has no padding.
+  /// \code
+  /// static_assert(!fp4fuse::scale_layout::linear{100, 5}.is_padding(99, 4));
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t, cuda::std::int64_t) const { return false; }
 };
 
@@ -105,21 +126,36 @@ struct swizzled_128x4 {
   static constexpr cuda::std::int64_t col_tile = 4;
 
   /// M' = round_up(rows, 128).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{100, 5}.padded_rows() == 128);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
     return fp4fuse::detail::round_up(rows, row_tile);
   }
   /// K' = round_up(scale_cols, 4).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{100, 5}.padded_cols() == 8);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const {
     return fp4fuse::detail::round_up(scale_cols, col_tile);
   }
   /// M' * K' bytes.
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{100, 5}.size_bytes() == 1024);  // two 512-byte tiles
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
   /// Byte offset of (row, scale_col), valid for the padded range 0 <= row < M', 0 <= scale_col < K'.
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{128, 16}.offset(33, 5) == 533);  // tile 1 (512) + line 1 (16) + group 1 (4) + column 1
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
     return row_offset(row) + col_offset(scale_col);
   }
   /// The row's part of `offset`: offset(row, k) == row_offset(row) + col_offset(k) for every row
   /// and k in the padded range (an epilogue computes the row part once per row).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{128, 16}.row_offset(33) == 20);  // line 1 (16) + group 1 (4)
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t row_offset(cuda::std::int64_t row) const {
     // Unsigned: positions are non-negative, and unsigned / and % by powers of two are single shifts
     // and masks (signed ones need a rounding fix-up).
@@ -128,11 +164,17 @@ struct swizzled_128x4 {
                                             (r % 32) * 16 + ((r % 128) / 32) * 4);
   }
   /// The scale column's part of `offset` (see `row_offset`).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{128, 16}.col_offset(5) == 513);  // tile 1 (512) + column 1
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t col_offset(cuda::std::int64_t scale_col) const {
     const auto k = static_cast<cuda::std::uint64_t>(scale_col);
     return static_cast<cuda::std::int64_t>((k / 4) * 512 + (k % 4));
   }
   /// True where (row, scale_col) lies in the padding (row >= rows or scale_col >= scale_cols).
+  /// \code
+  /// static_assert(fp4fuse::scale_layout::swizzled_128x4{100, 5}.is_padding(100, 0) && !fp4fuse::scale_layout::swizzled_128x4{100, 5}.is_padding(99, 4));
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
     return row >= rows || scale_col >= scale_cols;
   }
@@ -173,17 +215,37 @@ struct grouped_swizzled_128x4 {
   static constexpr cuda::std::int64_t row_tile = swizzled_128x4::row_tile;
 
   /// round_up(rows + 127 E, 128): enough for any routing under either convention.
+  /// \code
+  /// using L = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+  ///
+  /// static_assert(L{256, 4, 3, nullptr}.padded_rows() == 640);  // round_up(256 + 127 * 3, 128)
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_rows() const {
     return fp4fuse::detail::round_up(rows + (row_tile - 1) * experts, row_tile);
   }
   /// K' = round_up(scale_cols, 4).
+  /// \code
+  /// using L = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+  ///
+  /// static_assert(L{256, 5, 3, nullptr}.padded_cols() == 8);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t padded_cols() const { return fp4fuse::detail::round_up(scale_cols, swizzled_128x4::col_tile); }
   /// padded_rows() * padded_cols() bytes.
+  /// \code
+  /// using L = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+  ///
+  /// static_assert(L{256, 4, 3, nullptr}.size_bytes() == 640 * 4);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t size_bytes() const { return padded_rows() * padded_cols(); }
 
   /// The first scale row of expert e from its token offset (expert_offsets[e]) and, for
   /// padded_prefix_sum, the padded rows of the experts before it (sum over i < e of
   /// round_up(count_i, 128)): what a kernel computes for all experts at once with a scan.
+  /// \code
+  /// using OB = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>;
+  /// using PPS = fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
+  /// static_assert(OB::start_row(2, 130, 256) == 384 && PPS::start_row(2, 130, 256) == 256);  // expert 2 after counts {130, 0}
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr cuda::std::int64_t start_row(cuda::std::int64_t e, cuda::std::int64_t token_offset,
                                                                     cuda::std::int64_t padded_rows_before) {
     if constexpr (cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum>) {
@@ -206,6 +268,12 @@ struct grouped_swizzled_128x4 {
     swizzled_128x4 layout;
   };
   /// Expert e's block (see `expert_block`).
+  /// \code
+  /// static constexpr std::int32_t offsets[4] = {0, 130, 130, 135};  // counts {130, 0, 5}, the file comment's picture
+  /// constexpr fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound> layout{256, 4, 3, offsets};
+  ///
+  /// static_assert(layout.expert(2).start_row == 384 && layout.expert(2).layout.rows == 5);
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr expert_block expert(cuda::std::int32_t e) const {
     cuda::std::int64_t before = 0;
     if constexpr (cuda::std::is_same_v<ExpertStart, expert_start::padded_prefix_sum>) {
@@ -214,6 +282,12 @@ struct grouped_swizzled_128x4 {
     return {start_row(e, expert_offsets[e], before), swizzled_128x4{expert_offsets[e + 1] - expert_offsets[e], scale_cols}};
   }
   /// The expert that owns token row `row` (binary search; row < expert_offsets[experts]).
+  /// \code
+  /// static constexpr std::int32_t offsets[4] = {0, 130, 130, 135};  // counts {130, 0, 5}, the file comment's picture
+  /// constexpr fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound> layout{256, 4, 3, offsets};
+  ///
+  /// static_assert(layout.expert_of(131) == 2);  // expert 1 has no rows
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int32_t expert_of(cuda::std::int64_t row) const {
     cuda::std::int32_t lo = 0, hi = experts;  // offsets[lo] <= row < offsets[hi]
     while (hi - lo > 1) {
@@ -223,6 +297,12 @@ struct grouped_swizzled_128x4 {
     return lo;
   }
   /// Byte offset of the scale of token row `row` (< expert_offsets[experts]), scale column k.
+  /// \code
+  /// static constexpr std::int32_t offsets[4] = {0, 130, 130, 135};  // counts {130, 0, 5}, the file comment's picture
+  /// constexpr fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound> layout{256, 4, 3, offsets};
+  ///
+  /// static_assert(layout.offset(131, 0) == 384 * 4 + 16);  // expert 2's block at scale row 384, its row 1
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr cuda::std::int64_t offset(cuda::std::int64_t row, cuda::std::int64_t scale_col) const {
     const cuda::std::int32_t e = expert_of(row);
     const expert_block b = expert(e);
@@ -230,6 +310,12 @@ struct grouped_swizzled_128x4 {
   }
   /// True where scale-tensor row `scale_row` (< padded_rows()), column k holds no scale of a
   /// routed row: expert padding, gaps between experts, the tail, or k >= scale_cols. O(E).
+  /// \code
+  /// static constexpr std::int32_t offsets[4] = {0, 130, 130, 135};  // counts {130, 0, 5}, the file comment's picture
+  /// constexpr fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound> layout{256, 4, 3, offsets};
+  ///
+  /// static_assert(layout.is_padding(200, 0) && layout.is_padding(300, 0) && !layout.is_padding(384, 0));  // expert 0's padding, the gap, expert 2
+  /// \endcode
   FP4FUSE_HOST_DEVICE constexpr bool is_padding(cuda::std::int64_t scale_row, cuda::std::int64_t scale_col) const {
     if (scale_col >= scale_cols) return true;
     cuda::std::int64_t before = 0;

@@ -60,14 +60,25 @@ struct [[nodiscard]] result {
   char detail[240] = {};
 
   /// True when the work was launched (or there was nothing to do).
+  /// \code
+  /// const fp4fuse::result r{fp4fuse::status::null_pointer};
+  /// if (!r) std::fprintf(stderr, "%s\n", r.message());  // "fp4fuse: a required pointer is null"
+  /// \endcode
   constexpr explicit operator bool() const { return code == status::ok; }
   /// The detailed sentence, or `status_message(code)` (with the CUDA error's text for CUDA
   /// failures) when none was recorded.
+  /// \code
+  /// std::puts(fp4fuse::result{}.message());                              // "ok"
+  /// std::puts(fp4fuse::result{fp4fuse::status::no_device}.message());   // status_message(status::no_device)
+  /// \endcode
   const char* message() const {
     if (detail[0] != '\0') return detail;
     return code == status::cuda_error ? cudaGetErrorString(cuda) : status_message(code);
   }
   /// A result with a printf-formatted sentence.
+  /// \code
+  /// const fp4fuse::result r = fp4fuse::result::with(fp4fuse::status::bad_shape, "my_launcher: experts = %d must be > 0", 0);
+  /// \endcode
   static result with(status s, const char* format, ...)
 #if defined(__GNUC__)
       __attribute__((format(printf, 2, 3)))

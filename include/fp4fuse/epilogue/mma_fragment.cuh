@@ -37,8 +37,14 @@ struct mma_m16n8_f32_fragment {
   /// Accumulator registers per thread.
   static constexpr int registers = 4;
   /// Row of register `reg` (0..3) of lane `lane` (0..31).
+  /// \code
+  /// static_assert(fp4fuse::mma_m16n8_f32_fragment::row(31, 3) == 15);  // lane 31's c3: the tile's last row
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int row(int lane, int reg) { return lane / 4 + 8 * (reg / 2); }
   /// Column of register `reg` (0..3) of lane `lane` (0..31).
+  /// \code
+  /// static_assert(fp4fuse::mma_m16n8_f32_fragment::col(31, 3) == 7);  // lane 31's c3: the tile's last column
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int col(int lane, int reg) { return (lane % 4) * 2 + reg % 2; }
 };
 

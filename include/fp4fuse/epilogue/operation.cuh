@@ -38,6 +38,9 @@ namespace fp4fuse {
 /// No bias: the accumulators go to the activation unchanged (the default; no instruction).
 struct no_bias {
   /// v itself.
+  /// \code
+  /// static_assert(fp4fuse::no_bias::add(1.5f, 0) == 1.5f);  // no instruction
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr float add(float v, cuda::std::int64_t /*col*/) { return v; }
 };
 
@@ -60,6 +63,11 @@ struct column_bias {
   /// Columns that have a bias value (2I).
   cuda::std::int64_t count = 0;
   /// Column col's value v with its bias: v + data[col] (fp32) for col < count, else v itself.
+  /// \code
+  /// const float bias[2] = {0.5f, -1.0f};  // in device code: the expert's [2I] bias in device memory
+  /// const fp4fuse::column_bias b{bias, 2};
+  /// const float g = b.add(1.0f, 0), past = b.add(-0.0f, 2);  // 1.5f; -0.0f (column 2 >= count: unchanged)
+  /// \endcode
   FP4FUSE_HOST_DEVICE float add(float v, cuda::std::int64_t col) const { return col < count ? v + data[col] : v; }
 };
 
@@ -95,9 +103,18 @@ struct staged {
 struct hand_back {};
 
 /// `sink::direct{out}` deduces the output's format and layout.
+/// \code
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{};  // the [M, I] output
+/// const fp4fuse::sink::direct s{out};  // sink::direct<format::nvfp4<>, scale_layout::swizzled_128x4>
+/// \endcode
 template <class Format, class Layout>
 direct(quantized_matrix<Format, Layout>) -> direct<Format, Layout>;
 /// `sink::staged{out, staging}` deduces the output's format and layout.
+/// \code
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{};  // the [M, I] output
+/// void* staging = nullptr;  // in the kernel: the adapter's own 16-byte aligned shared memory
+/// const fp4fuse::sink::staged s{out, staging};  // sink::staged<format::nvfp4<>, scale_layout::swizzled_128x4>
+/// \endcode
 template <class Format, class Layout>
 staged(quantized_matrix<Format, Layout>, void*) -> staged<Format, Layout>;
 
@@ -217,6 +234,10 @@ struct fused_epilogue {
 
   /// act(gate + bias) * (up + bias) with the intermediate rounding, gate and up from gate/up
   /// columns gate_col and up_col.
+  /// \code
+  /// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::mxfp4<>>(), fp4fuse::sink::hand_back{}};
+  /// const float h = op.activate(gate, up, 0, 8);  // == activation::swiglu{}.apply(gate, up): no bias, fp32
+  /// \endcode
   FP4FUSE_HOST_DEVICE float activate(float gate, float up, cuda::std::int64_t gate_col, cuda::std::int64_t up_col) const {
     return Intermediate::round(act.apply(bias.add(gate, gate_col), bias.add(up, up_col)));
   }
@@ -225,21 +246,47 @@ struct fused_epilogue {
 /// Deduction of the description from its members' values (a braced `fused_epilogue{codec, sink, ...}`):
 /// the codec gives the format; each further value its parameter. nvcc only: clang-CUDA treats
 /// deduction guides as host functions, so spell the type out in clang device code.
+/// \code
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), fp4fuse::sink::hand_back{}};
+/// // fused_epilogue<format::nvfp4<>, sink::hand_back>: swiglu, interleaved<8>, no bias, no amax, fp32
+/// \endcode
 template <class F, class S>
 fused_epilogue(block_codec<F>, S) -> fused_epilogue<F, S>;
 /// As above, with further members.
+/// \code
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::mxfp4<>>(), fp4fuse::sink::hand_back{}, fp4fuse::activation::geglu_tanh{}};
+/// \endcode
 template <class F, class S, class A>
 fused_epilogue(block_codec<F>, S, A) -> fused_epilogue<F, S, A>;
 /// As above, with further members.
+/// \code
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::mxfp4<>>(), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu{},
+///                                  fp4fuse::gate_up::separate{}};  // the row form's gate and up accumulators
+/// \endcode
 template <class F, class S, class A, class G>
 fused_epilogue(block_codec<F>, S, A, G) -> fused_epilogue<F, S, A, G>;
 /// As above, with further members.
+/// \code
+/// const float* d_bias = nullptr;  // [2I] in device memory
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu_clamped{},
+///                                  fp4fuse::gate_up::interleaved<8>{}, fp4fuse::column_bias{d_bias, 2 * I}};  // GPT-OSS
+/// \endcode
 template <class F, class S, class A, class G, class B>
 fused_epilogue(block_codec<F>, S, A, G, B) -> fused_epilogue<F, S, A, G, B>;
 /// As above, with further members.
+/// \code
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{};  // the [M, I] output
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu{},
+///                                  fp4fuse::gate_up::interleaved<8>{}, fp4fuse::no_bias{}, fp4fuse::output_amax::global{d_amax}};
+/// \endcode
 template <class F, class S, class A, class G, class B, class M>
 fused_epilogue(block_codec<F>, S, A, G, B, M) -> fused_epilogue<F, S, A, G, B, M>;
 /// As above, with further members.
+/// \code
+/// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{};  // the [M, I] output
+/// const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(S), fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu{},
+///                                  fp4fuse::gate_up::interleaved<8>{}, fp4fuse::no_bias{}, fp4fuse::output_amax::none{}, fp4fuse::intermediate::bf16{}};
+/// \endcode
 template <class F, class S, class A, class G, class B, class M, class R>
 fused_epilogue(block_codec<F>, S, A, G, B, M, R) -> fused_epilogue<F, S, A, G, B, M, R>;
 

@@ -45,6 +45,12 @@ struct quantized_row {
   /// Blocks in the segment.
   static constexpr int blocks_per_row = Blocks;
   /// The amax of the first `valid_blocks` blocks (those inside the matrix), NaN ignored, +0 for none.
+  /// \code
+  /// fp4fuse::quantized_row<fp4fuse::format::nvfp4<>, 2> q{};  // as row_epilogue returns it for sink::hand_back
+  /// q.block_amax[0] = 3.0f;
+  /// q.block_amax[1] = 6.0f;
+  /// const float a = q.amax(1);  // 3.0f: only block 0 lies inside the matrix
+  /// \endcode
   FP4FUSE_HOST_DEVICE float amax(int valid_blocks = Blocks) const {
     float a = 0.0f;
     FP4FUSE_UNROLL

@@ -50,8 +50,15 @@ struct mma_quantized_blocks {
   /// the output amax's partials (lane-local; the lane stores other lanes' blocks).
   float lane_amax[2][blocks];
   /// Tile row (0..15) of the lane's blocks of row half `half` (0, 1).
+  /// \code
+  /// static_assert(fp4fuse::mma_quantized_blocks<fp4fuse::format::nvfp4<>, 8>::row(5, 1) == 9);  // lane 5, second half: row 1 + 8
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int row(int lane, int half) { return lane / 4 + 8 * half; }
   /// The tile's block column held in `slot` by `lane`, or -1.
+  /// \code
+  /// using Q = fp4fuse::mma_quantized_blocks<fp4fuse::format::nvfp4<>, 8>;  // 8 n8 tiles: 2 NVFP4 blocks a row
+  /// static_assert(Q::block_of(5, 0) == 1 && Q::block_of(6, 0) == -1);     // lanes t = 0, 1 of each quad hold them
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int block_of(int lane, int slot) {
     const int t = lane % 4;
     if constexpr (detail::is_nvfp4<Format>) {
@@ -63,6 +70,10 @@ struct mma_quantized_blocks {
   /// The lane's partial of the output amax over the tile's part inside the matrix: its values of
   /// tile rows < `rows_left` and blocks < `blocks_left` (M - the tile's first row, scale_cols - its
   /// first block column), NaN ignored, +0 for none; for `combine_output_amax`.
+  /// \code
+  /// const fp4fuse::mma_quantized_blocks<fp4fuse::format::nvfp4<>, 8> q{};  // as mma_epilogue returns it for sink::hand_back
+  /// const float partial = q.amax(threadIdx.x % 32, M - row0, out.layout.scale_cols);  // the tile at block column 0
+  /// \endcode
   FP4FUSE_HOST_DEVICE float amax(int lane, cuda::std::int64_t rows_left, cuda::std::int64_t blocks_left) const {
     float a = 0.0f;
     FP4FUSE_UNROLL

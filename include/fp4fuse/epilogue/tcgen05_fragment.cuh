@@ -35,11 +35,20 @@ struct tcgen05_32x32b_fragment {
   /// Registers per thread.
   static constexpr int registers = N;
   /// Row of register `reg` of thread `thread` (0..127 within the warpgroup, 32 * (warp % 4) + lane).
+  /// \code
+  /// static_assert(fp4fuse::tcgen05_32x32b_fragment<64>::row(100, 63) == 100);  // a thread's registers are all of its row
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int row(int thread, int /*reg*/) { return thread; }
   /// Column of register `reg` (0..N-1) of any thread.
+  /// \code
+  /// static_assert(fp4fuse::tcgen05_32x32b_fragment<64>::col(100, 63) == 63);
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int col(int /*thread*/, int reg) { return reg; }
   /// The calling thread's row within the warpgroup's slice: 32 * (warp % 4) + lane, the TMEM lane its
   /// 32x32b load reads (the warp's linear index in the block, as `tcgen05.ld` sees it).
+  /// \code
+  /// __device__ std::int64_t my_row(std::int64_t m0) { return m0 + fp4fuse::tcgen05_32x32b_fragment<32>::thread_row(); }  // the GEMM row of its registers
+  /// \endcode
   FP4FUSE_DEVICE static int thread_row() {
     const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     return static_cast<int>(linear_thread % 128);

@@ -32,10 +32,16 @@ struct wgmma_m64nN_f32_fragment {
   /// Accumulator registers per thread.
   static constexpr int registers = N / 2;
   /// Row of register `reg` (0..N/2-1) of thread `thread` (0..127 within the warpgroup).
+  /// \code
+  /// static_assert(fp4fuse::wgmma_m64nN_f32_fragment<256>::row(127, 127) == 63);  // the last thread's last register: row 63
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int row(int thread, int reg) {
     return 16 * (thread / 32) + mma_m16n8_f32_fragment::row(thread % 32, reg % 4);
   }
   /// Column of register `reg` (0..N/2-1) of thread `thread` (0..127 within the warpgroup).
+  /// \code
+  /// static_assert(fp4fuse::wgmma_m64nN_f32_fragment<256>::col(127, 127) == 255);  // ... and column 255
+  /// \endcode
   FP4FUSE_HOST_DEVICE static constexpr int col(int thread, int reg) {
     return 8 * (reg / 4) + mma_m16n8_f32_fragment::col(thread % 32, reg % 4);
   }
@@ -53,6 +59,9 @@ struct wgmma_m64nN_f32_fragment {
   /// The calling thread's warp within its warpgroup (0..3). A warpgroup is 4 consecutive warps of
   /// the block's linear thread index x + X * (y + Y * z), the first a multiple of 4, as `wgmma`
   /// groups them; any block shape works.
+  /// \code
+  /// __device__ int first_tile_row() { return 16 * fp4fuse::wgmma_m64nN_f32_fragment<256>::warp_in_warpgroup(); }  // 0, 16, 32 or 48
+  /// \endcode
   FP4FUSE_DEVICE static int warp_in_warpgroup() {
     const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     return static_cast<int>((linear_thread / 32) % 4);

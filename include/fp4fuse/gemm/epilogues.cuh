@@ -36,6 +36,11 @@
 namespace fp4fuse::gemm {
 
 /// Forwards a wgmma fragment to the per-warp form: warp w of the group owns rows 16w..16w+15.
+/// \code
+/// __device__ void store(const fp4fuse::gemm::store_bf16<>& epi, const float (&acc)[64], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+///   fp4fuse::gemm::warpgroup_as_warps(epi, acc, row0, col0);  // warp w: epi.warp(its float[16][4], row0 + 16 w, col0)
+/// }
+/// \endcode
 template <class Epilogue, int Registers>
 FP4FUSE_DEVICE void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[Registers], index_t row0,
                                                    index_t col0) {
@@ -45,6 +50,13 @@ FP4FUSE_DEVICE void warpgroup_as_warps(const Epilogue& epi, const float (&acc)[R
 
 /// The accumulators as the epilogue's activation or store sees them: `acc` itself without a bias
 /// (no copy), else `biased` filled by the library's `mma_add_bias` (with the lane the stores use).
+/// \code
+/// __device__ float first(const fp4fuse::column_bias& bias, const float (&acc)[16][4], fp4fuse::gemm::index_t col0) {
+///   float biased[16][4];
+///   const float(&v)[16][4] = fp4fuse::gemm::biased_accumulators(bias, acc, biased, col0, static_cast<int>(threadIdx.x % 32));  // acc + bias
+///   return v[0][0];
+/// }
+/// \endcode
 template <class Bias, int Tiles>
 FP4FUSE_DEVICE const float (&biased_accumulators(const Bias& bias, const float (&acc)[Tiles][4], float (&biased)[Tiles][4],
                                                              index_t col0, int lane))[Tiles][4] {
@@ -60,6 +72,10 @@ FP4FUSE_DEVICE const float (&biased_accumulators(const Bias& bias, const float (
 /// cannot write: null data (status::null_pointer), data not 4-byte aligned (misaligned_pointer),
 /// cols odd (bad_shape), ld odd or below cols (bad_leading_dimension): each store writes two
 /// adjacent BF16 values as one 4-byte word. `name` names the view (e.g. "store_bf16.out").
+/// \code
+/// fp4fuse::argument_checker c("my_gemm");
+/// fp4fuse::gemm::check_bf16_pairs(c, fp4fuse::matrix_view<__nv_bfloat16>{h, M, I, I}, "out");  // a null h: "my_gemm: out.data is null"
+/// \endcode
 inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix_view<__nv_bfloat16>& out, const char* name) {
   char field[64];
   std::snprintf(field, sizeof field, "%s.data", name);
@@ -74,9 +90,17 @@ inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix
 /// Refuses (into `c`, on the host, before any launch) a column bias the epilogues cannot read:
 /// count < 0 (status::bad_shape), or count > 0 with data null (null_pointer) or not 4-byte aligned
 /// (misaligned_pointer). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
+/// \code
+/// fp4fuse::argument_checker c("my_gemm");
+/// fp4fuse::gemm::check_bias(c, fp4fuse::no_bias{}, "bias");  // c stays ok
+/// \endcode
 inline void check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*) {}
 /// A column bias: refuses count < 0 (status::bad_shape), and where count > 0 data null
 /// (null_pointer) or not 4-byte aligned (misaligned_pointer).
+/// \code
+/// fp4fuse::argument_checker c("my_gemm");
+/// fp4fuse::gemm::check_bias(c, fp4fuse::column_bias{nullptr, 2 * I}, "bias");  // "my_gemm: bias.data is null"
+/// \endcode
 inline void check_bias(fp4fuse::argument_checker& c, const fp4fuse::column_bias& bias, const char* name) {
   c.require(bias.count >= 0, fp4fuse::status::bad_shape, "%s.count = %lld must be >= 0", name, static_cast<long long>(bias.count));
   if (bias.count <= 0) return;
@@ -95,12 +119,21 @@ struct store_bf16 {
 
   /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
   /// check_bf16_pairs, check_bias.
+  /// \code
+  /// fp4fuse::argument_checker c("my_gemm");
+  /// fp4fuse::gemm::store_bf16{fp4fuse::matrix_view<__nv_bfloat16>{h, M, 2 * I, 2 * I}}.check(c);  // a null h: "my_gemm: store_bf16.out.data is null"
+  /// \endcode
   void check(fp4fuse::argument_checker& c) const {
     check_bf16_pairs(c, out, "store_bf16.out");
     check_bias(c, bias, "store_bf16.bias");
   }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::store_bf16<>& epi, const float (&acc)[16][4], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warp(acc, row0, col0);  // the warp's 16 x 128 part of D at (row0, col0), as BF16 pairs
+  /// }
+  /// \endcode
   template <int Tiles>
   FP4FUSE_DEVICE void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -120,18 +153,35 @@ struct store_bf16 {
     }
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::store_bf16<>& epi, const float (&acc)[128], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warpgroup(acc, row0, col0);  // the warpgroup's 64 x 256 part of D (wgmma m64n256k16)
+  /// }
+  /// \endcode
   template <int Registers>
   FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   /// Nothing: the output has no padding.
+  /// \code
+  /// __device__ void pad(const fp4fuse::gemm::store_bf16<>& epi, const fp4fuse::gemm::tile_grid& grid, fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.padding_beyond<256>(grid, row0, col0);  // writes nothing
+  /// }
+  /// \endcode
   template <int N>
   FP4FUSE_DEVICE void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
 
 /// `store_bf16{out}`: the plain store.
+/// \code
+/// const fp4fuse::gemm::store_bf16 epi{fp4fuse::matrix_view<__nv_bfloat16>{h, M, 2 * I, 2 * I}};  // store_bf16<no_bias>
+/// \endcode
 store_bf16(fp4fuse::matrix_view<__nv_bfloat16>) -> store_bf16<fp4fuse::no_bias>;
 /// `store_bf16{out, bias}`: the store of D + bias.
+/// \code
+/// const float* d_bias = nullptr;  // [2I] in device memory
+/// const fp4fuse::gemm::store_bf16 epi{fp4fuse::matrix_view<__nv_bfloat16>{h, M, 2 * I, 2 * I}, fp4fuse::column_bias{d_bias, 2 * I}};  // store_bf16<column_bias>
+/// \endcode
 template <class Bias>
 store_bf16(fp4fuse::matrix_view<__nv_bfloat16>, Bias) -> store_bf16<Bias>;
 
@@ -146,12 +196,21 @@ struct swiglu_bf16 {
 
   /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
   /// check_bf16_pairs, check_bias.
+  /// \code
+  /// fp4fuse::argument_checker c("my_gemm");
+  /// fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{h, M, I, I}, {}}.check(c);  // a null h: "my_gemm: swiglu_bf16.out.data is null"
+  /// \endcode
   void check(fp4fuse::argument_checker& c) const {
     check_bf16_pairs(c, out, "swiglu_bf16.out");
     check_bias(c, bias, "swiglu_bf16.bias");
   }
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>& epi, const float (&acc)[16][4], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warp(acc, row0, col0);  // 16 rows x 64 outputs act(gate) * up, from gate/up columns col0 .. col0 + 127
+  /// }
+  /// \endcode
   template <int Tiles>
   FP4FUSE_DEVICE void warp(const float (&in)[Tiles][4], index_t row0, index_t col0) const {
     using frag = fp4fuse::mma_m16n8_f32_fragment;
@@ -172,11 +231,21 @@ struct swiglu_bf16 {
     }
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>& epi, const float (&acc)[128], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warpgroup(acc, row0, col0);  // 64 rows x 128 outputs of the 256 gate/up columns at col0
+  /// }
+  /// \endcode
   template <int Registers>
   FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     warpgroup_as_warps(*this, acc, row0, col0);
   }
   /// Nothing: the output has no padding.
+  /// \code
+  /// __device__ void pad(const fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>& epi, const fp4fuse::gemm::tile_grid& grid, fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.padding_beyond<256>(grid, row0, col0);  // writes nothing
+  /// }
+  /// \endcode
   template <int N>
   FP4FUSE_DEVICE void padding_beyond(const tile_grid&, index_t, index_t) const {}
 };
@@ -205,11 +274,21 @@ struct swiglu_nvfp4 {
                                             Bias, fp4fuse::output_amax::none, Intermediate>;
 
   /// One warp's m16n8 fragments (`mma_m16n8_f32_fragment`) of the tile at (row0, col0).
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, const float (&acc)[16][4], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warp(acc, row0, col0);  // 16 rows x 64 outputs: their packed E2M1 bytes and 4 E4M3 scales a row
+  /// }
+  /// \endcode
   template <int Tiles>
   FP4FUSE_DEVICE void warp(const float (&acc)[Tiles][4], index_t row0, index_t col0) const {
     fp4fuse::mma_epilogue(op(), acc, {row0, col0});
   }
   /// One thread's wgmma m64nNk16 fragment (`wgmma_m64nN_f32_fragment`), row0 the warpgroup tile's row 0.
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, const float (&acc)[128], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warpgroup(acc, row0, col0);  // 64 rows x 128 outputs: 8 NVFP4 blocks a row
+  /// }
+  /// \endcode
   template <int Registers>
   FP4FUSE_DEVICE void warpgroup(const float (&acc)[Registers], index_t row0, index_t col0) const {
     fp4fuse::wgmma_epilogue(op(), acc, {row0, col0});
@@ -218,6 +297,11 @@ struct swiglu_nvfp4 {
   /// launching): `argument_checker::quantized` (packed and scales non-null, packed 8-byte aligned,
   /// ld_packed a multiple of 8 and >= cols / 2, scale columns > 0), S non-null and 4-byte aligned,
   /// check_bias.
+  /// \code
+  /// fp4fuse::argument_checker c("my_gemm");
+  /// const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu> epi{{nullptr, I / 2, scales, {M, I / 16}}, d_S, {}};
+  /// epi.check(c);  // a null packed: "my_gemm: swiglu_nvfp4.out.packed is null"
+  /// \endcode
   void check(fp4fuse::argument_checker& c) const {
     c.quantized(out, "swiglu_nvfp4.out");
     c.not_null(global_encode_scale, "swiglu_nvfp4.global_encode_scale (S, device memory)")
@@ -225,9 +309,19 @@ struct swiglu_nvfp4 {
     check_bias(c, bias, "swiglu_nvfp4.bias");
   }
   /// The library's description of this epilogue, its codec built from the global encode scale.
+  /// \code
+  /// __device__ void tile(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, const float (&acc)[16][4], fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   fp4fuse::mma_epilogue(epi.op(), acc, {row0, col0});  // what warp() does
+  /// }
+  /// \endcode
   FP4FUSE_DEVICE operation op() const { return {fp4fuse::block_codec<format>(*global_encode_scale), {out}, act, gate_up{}, bias}; }
   /// Brings the global encode scale into this SM's L1 at kernel start (`prefetch.global.L1`; no
   /// cuda::ptx wrapper), so the epilogue after the last MMA does not wait for a DRAM read of it.
+  /// \code
+  /// __device__ void kernel_start(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi) {
+  ///   if (threadIdx.x == 0) epi.prefetch();  // S in this SM's L1 before the first epilogue reads it
+  /// }
+  /// \endcode
   FP4FUSE_DEVICE void prefetch() const {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
   }
@@ -235,6 +329,11 @@ struct swiglu_nvfp4 {
   /// out.rows(), a consumer wholly beyond an expert's rows): its scale padding (0x00), which is all
   /// `warpgroup` would write there, without the activations (`fp4fuse::write_scale_padding_in`).
   /// Warpgroup-collective, as `warpgroup`: all 128 threads call it; col0 a multiple of 32.
+  /// \code
+  /// __device__ void empty_part(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.warpgroup_beyond_rows<128>(row0, col0);  // all 128 threads: the 64 x 128 part's scale padding (0x00)
+  /// }
+  /// \endcode
   template <int N>
   FP4FUSE_DEVICE void warpgroup_beyond_rows(index_t row0, index_t col0) const {
     static_assert(N % 32 == 0, "swiglu_nvfp4::warpgroup_beyond_rows: a part of whole NVFP4 blocks (32 gate/up columns each)");
@@ -243,6 +342,11 @@ struct swiglu_nvfp4 {
   }
   /// The share of the warpgroup part 64 x N at (row0, col0) of the scale padding that `grid` does
   /// not cover (0x00), in scale coordinates: 32 gate/up columns per NVFP4 block.
+  /// \code
+  /// __device__ void pad(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, const fp4fuse::gemm::tile_grid& grid, fp4fuse::gemm::index_t row0, fp4fuse::gemm::index_t col0) {
+  ///   epi.padding_beyond<256>(grid, row0, col0);  // all 128 threads of the warpgroup
+  /// }
+  /// \endcode
   template <int N>
   FP4FUSE_DEVICE void padding_beyond(const tile_grid& grid, index_t row0, index_t col0) const {
     constexpr index_t per_block = 2 * format::block_size;

@@ -49,8 +49,15 @@ struct global_scales {
   bool per_expert = false;        ///< one scale per expert (`scales[e]`), else `scales[0]` for all
   global_scales() = default;
   /// One S for every expert.
+  /// \code
+  /// const fp4fuse::gemm::moe::global_scales s = fp4fuse::global_scale::per_tensor{d_S};  // scales[0] for every expert
+  /// \endcode
   global_scales(fp4fuse::global_scale::per_tensor s) : scales(s.encode_scale) {}
   /// One S per expert (`encode_scales[e]`).
+  /// \code
+  /// const float* d_expert_S = nullptr;  // E floats in device memory
+  /// const fp4fuse::gemm::moe::global_scales s = fp4fuse::global_scale::per_group{d_expert_S};  // s.per_expert
+  /// \endcode
   global_scales(fp4fuse::global_scale::per_group s) : scales(s.encode_scales), per_expert(true) {}
 };
 
@@ -72,6 +79,12 @@ struct store_bf16 {
   fp4fuse::matrix_view<__nv_bfloat16> out;  ///< [rows, 2I]
   const float* bias;                        ///< [E, 2I] or null
   /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
+  /// \code
+  /// __device__ void unit(const fp4fuse::gemm::moe::epilogue::store_bf16& g, const fp4fuse::gemm::sm90::work_unit& u, const float (&acc)[128]) {
+  ///   const fp4fuse::gemm::store_bf16<fp4fuse::no_bias> epi = g.rows_of(u, fp4fuse::no_bias{});  // row 0: the group's first row
+  ///   epi.warpgroup(acc, 0, 0);  // the group's rows 0..63, gate/up columns 0..255
+  /// }
+  /// \endcode
   template <class Bias>
   FP4FUSE_DEVICE fp4fuse::gemm::store_bf16<Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, b};
@@ -85,6 +98,12 @@ struct swiglu_bf16 {
   Activation act;                           ///< the activation of gate
   const float* bias;                        ///< [E, 2I] or null
   /// The dense epilogue of unit `u`'s group's rows, with `b` (its expert's bias, or none).
+  /// \code
+  /// __device__ void unit(const fp4fuse::gemm::moe::epilogue::swiglu_bf16<fp4fuse::activation::swiglu>& g, const fp4fuse::gemm::sm90::work_unit& u,
+  ///                      const float (&acc)[128]) {
+  ///   g.rows_of(u, fp4fuse::no_bias{}).warpgroup(acc, 0, 0);  // the group's rows 0..63, outputs 0..127
+  /// }
+  /// \endcode
   template <class Bias>
   FP4FUSE_DEVICE fp4fuse::gemm::swiglu_bf16<Activation, Bias> rows_of(const sm90::work_unit& u, const Bias& b) const {
     return {{out.data + static_cast<index_t>(u.group_row0) * out.ld, u.group_rows, out.cols, out.ld}, act, b};
@@ -101,6 +120,12 @@ struct swiglu_nvfp4 {
   /// Each expert's scales start at a 128-row band (the schedule's `group_band_row0`).
   static constexpr int group_band_rows = static_cast<int>(grouped_layout<ExpertStart>::row_tile);
   /// The dense epilogue of unit `u`'s expert: its rows, its scale band, its S, and `b` (its bias, or none).
+  /// \code
+  /// using nvfp4_out = fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound, fp4fuse::activation::swiglu>;
+  /// __device__ void unit(const nvfp4_out& g, const fp4fuse::gemm::sm90::work_unit& u, const float (&acc)[128]) {
+  ///   g.rows_of(u, fp4fuse::no_bias{}).warpgroup(acc, 0, 0);  // expert u.group's rows 0..63, into its scale block
+  /// }
+  /// \endcode
   template <class Bias>
   FP4FUSE_DEVICE fp4fuse::gemm::swiglu_nvfp4<Activation, Intermediate, fp4fuse::recipe::te_exact, Bias> rows_of(
       const sm90::work_unit& u, const Bias& b) const {
@@ -127,6 +152,12 @@ struct grouped {
   /// What `for_group` returns: the dense epilogue `rows_of` binds, with the expert's bias where Bias.
   using type = decltype(std::declval<const Grouped&>().rows_of(std::declval<const sm90::work_unit&>(), bias_type{}));
   /// The epilogue of unit `u`'s group (what the kernels call).
+  /// \code
+  /// using epi_t = fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::store_bf16, /*Bias=*/true>;
+  /// __device__ void unit(const epi_t& epi, const fp4fuse::gemm::sm90::work_unit& u, const float (&acc)[128]) {
+  ///   epi.for_group(u).warpgroup(acc, 0, 0);  // store_bf16<column_bias>: D + expert u.group's bias
+  /// }
+  /// \endcode
   FP4FUSE_DEVICE type for_group(const sm90::work_unit& u) const {
     if constexpr (Bias) {
       return g.rows_of(u, fp4fuse::column_bias{g.bias + static_cast<index_t>(u.group) * gate_up_cols, gate_up_cols});

@@ -48,6 +48,12 @@ FP4FUSE_DEVICE std::uint32_t pair(const __nv_bfloat16* p) { return *reinterpret_
 
 /// One 128 x 128 tile of D per CTA (grid: N tiles x M tiles), the epilogue on each warp's 16 x 128
 /// fragments. sm_80 and later (config.cuh refuses older device passes).
+/// \code
+/// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [256, 1024], W [512, 1024] in device memory
+/// const fp4fuse::gemm::store_bf16 epi{fp4fuse::matrix_view<__nv_bfloat16>{h, 256, 512, 512}};  // D [256, 512]
+/// const dim3 grid(512 / fp4fuse::gemm::mma::block_n, 256 / fp4fuse::gemm::mma::block_m);    // N tiles x M tiles
+/// fp4fuse::gemm::mma::gemm_kernel<<<grid, fp4fuse::gemm::mma::threads, 0, stream>>>(d_x, d_w, 256, 512, 1024, epi);  // as mma::launch does
+/// \endcode
 template <class Epilogue>
 __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                                       int M, int N, int K, Epilogue epi) {
@@ -83,6 +89,11 @@ __global__ void __launch_bounds__(threads) gemm_kernel(const __nv_bfloat16* __re
 }
 
 /// Launches the GEMM with epilogue `epi` (arguments validated by the caller, fp4fuse::gemm::gemm in dense.cuh).
+/// \code
+/// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [256, 1024], W [512, 1024] in device memory
+/// const fp4fuse::gemm::store_bf16 epi{fp4fuse::matrix_view<__nv_bfloat16>{h, 256, 512, 512}};  // D [256, 512]
+/// const fp4fuse::result r = fp4fuse::gemm::mma::launch(d_x, d_w, 256, 512, 1024, epi, stream);  // after gemm()'s checks
+/// \endcode
 template <class Epilogue>
 result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream) {

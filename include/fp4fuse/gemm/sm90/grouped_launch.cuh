@@ -14,6 +14,12 @@ namespace fp4fuse::gemm::sm90 {
 /// caller (grouped.cuh) has validated the arguments and checked that the device runs the sm_90a
 /// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
 /// not read), so the launch is the same for any routing of `rows` rows.
+/// \code // not compiled: it instantiates every grouped kernel for the epilogue; tests/gemm/grouped.cu makes this call through run_bf16()
+/// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [4096, 2880] sorted by expert, W [32 * 5760, 2880]
+/// const std::int32_t* d_offsets = nullptr;               // [33] prefix sums of the routing counts, device memory
+/// const fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::store_bf16, false> epi{{{h, 4096, 5760, 5760}, nullptr}, 5760};
+/// const fp4fuse::result r = fp4fuse::gemm::sm90::launch_grouped(d_x, d_w, 4096, 5760, 2880, 32, d_offsets, epi, stream);
+/// \endcode
 template <class Epilogue>
 result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int N, int K, int groups, const std::int32_t* offsets,
                       const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr) {

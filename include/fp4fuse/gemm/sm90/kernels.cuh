@@ -221,6 +221,11 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
 /// refilled only when the consumers of both CTAs have released it. No K split with clusters.
 /// A staged BF16 store (staged_store.cuh) runs as gemm_staged_kernel instead: the same body with
 /// the epilogue as a __grid_constant__ parameter.
+/// \code
+/// auto* kernel = &fp4fuse::gemm::sm90::gemm_kernel<64, 128, 1, fp4fuse::gemm::sm90::dense_schedule, fp4fuse::gemm::store_bf16<>>;
+/// (void)cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fp4fuse::gemm::sm90::config<128, 64>::smem_bytes));
+/// // then cudaLaunchKernelEx with config<128, 64>::threads threads a CTA, as launch_tiles does
+/// \endcode
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
@@ -233,6 +238,11 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 /// staged_bf16_store) is a __grid_constant__ parameter, so that TMA reads its tensor map in
 /// parameter space. Each consumer warpgroup stores its 64-row fragment box by box after the
 /// mainloop (and the K split's fixup); the producer meanwhile fills the ring for the next tile.
+/// \code
+/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_staged_kernel<128, 256, 1, fp4fuse::gemm::sm90::dense_schedule,
+///                                                                          fp4fuse::gemm::sm90::detail::staged_bf16_store>;
+/// // launch_tiles' choice for a plain store_bf16<> whose D TMA can address
+/// \endcode
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
     gemm_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
@@ -258,6 +268,11 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 /// A staged BF16 store (staged_store.cuh) runs as gemm_pingpong_staged_kernel instead: the same
 /// body with the epilogue as a __grid_constant__ parameter (TMA reads its tensor map in parameter
 /// space; declaring every epilogue so changed the code of other kernels, bench/results/engine7.md).
+/// \code
+/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_pingpong_kernel<2, 1, fp4fuse::gemm::sm90::dense_schedule,
+///                                                                            fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>>;
+/// // 384 threads a CTA (sm90::threads), clusters of 2 along M, one K step of MMAs in flight
+/// \endcode
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
@@ -269,6 +284,10 @@ __global__ void __launch_bounds__(threads, 1)
 
 /// The ping-pong kernel with a staged store (staged_store.cuh): `epi` (a staged_bf16_store) is a
 /// __grid_constant__ parameter, so that TMA reads its tensor map in parameter space.
+/// \code
+/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_pingpong_staged_kernel<2, 1, fp4fuse::gemm::sm90::dense_schedule,
+///                                                                                   fp4fuse::gemm::sm90::detail::staged_bf16_store>;
+/// \endcode
 template <int Cluster, int InFlight, class Schedule, class Epilogue, bool AlongN = false>
 __global__ void __launch_bounds__(threads, 1)
     gemm_pingpong_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,

@@ -28,6 +28,11 @@ namespace fp4fuse::gemm::sm90 {
 
 /// A 2D row-major BF16 tensor map [outer, inner] with a box of [box_outer, 64] and 128-byte swizzle;
 /// rows `row_elements` apart (0: inner, the operands' case).
+/// \code
+/// const __nv_bfloat16* d_x = nullptr;  // X [M, K] in device memory
+/// CUtensorMap map{};
+/// const cudaError_t err = fp4fuse::gemm::sm90::make_tensor_map(&map, d_x, K, M, 128);  // boxes of 128 rows x 64 columns
+/// \endcode
 inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, std::uint64_t inner, std::uint64_t outer,
                                    std::uint32_t box_outer, std::uint64_t row_elements = 0) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
@@ -56,6 +61,12 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 /// operand's tile in a cluster), shared-memory size, cluster shape, a persistent grid of at most the
 /// resident CTAs. `units`: the schedule's units, or an upper bound where they depend on data (the
 /// grid's size only).
+/// \code
+/// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [128, 512], W [256, 512] in device memory
+/// const fp4fuse::gemm::store_bf16 epi{fp4fuse::matrix_view<__nv_bfloat16>{h, 128, 256, 256}};  // D [128, 256]: 2 x 2 tiles of 64 x 128
+/// const fp4fuse::result r = fp4fuse::gemm::sm90::launch_tiles<fp4fuse::gemm::sm90::tile_shape<64, 128, 1>, fp4fuse::gemm::sm90::dense_schedule>(
+///     d_x, d_w, {128, 256, 512, 1, nullptr, nullptr}, {}, /*units=*/4, /*device=*/0, /*sms=*/132, epi, stream);
+/// \endcode
 template <class Shape, class Schedule, class Epilogue>
 result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, const typename Schedule::arguments& sched_args, int units,
                     int device, int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows = 0) {
@@ -158,6 +169,12 @@ inline bool stage_store(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi, 
 /// caller's split-K workspace (workspace.cuh), or null for the one kept for the device and
 /// stream; a launch that splits K while `stream` is being captured needs the caller's (the kept
 /// one may be freed when it grows, and a graph would keep its address), and is refused without.
+/// \code // not compiled: it instantiates every sm_90a dense kernel for the epilogue; tests/gemm/dense.cu makes this call through gemm()
+/// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [256, 8192], W [512, 8192], checked as gemm() checks them
+/// const fp4fuse::matrix_view<__nv_bfloat16> d{h, 256, 512, 512};  // D [256, 512]
+/// const fp4fuse::gemm::sm90::launch_plan force{128, 4};  // 128 x 128 tiles, K split 4 ways (validate_plan accepts it)
+/// const fp4fuse::result r = fp4fuse::gemm::sm90::launch(d_x, d_w, 256, 512, 8192, fp4fuse::gemm::store_bf16{d}, stream, &force);
+/// \endcode
 template <class Epilogue>
 result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K, const Epilogue& epi,
                        cudaStream_t stream, const launch_plan* force = nullptr, const workspace* ws = nullptr) {

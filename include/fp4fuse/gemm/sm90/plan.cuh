@@ -19,11 +19,21 @@ constexpr int ring_bytes = 192 * 1024;
 constexpr std::size_t max_smem_per_cta = 227 * 1024;
 
 /// 64 x 32 and 64 x 48 tiles have one consumer warpgroup; the others two.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::single_consumer_tile(48) && !fp4fuse::gemm::sm90::single_consumer_tile(64));
+/// \endcode
 constexpr bool single_consumer_tile(int cols) { return cols == 32 || cols == 48; }
 /// Columns of one consumer's wgmma for rows x cols tiles: two consumers of a 64-row tile split N.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::consumer_columns(64, 256) == 128 && fp4fuse::gemm::sm90::consumer_columns(128, 256) == 256);
+/// \endcode
 constexpr int consumer_columns(int rows, int cols) { return rows == 64 && !single_consumer_tile(cols) ? cols / 2 : cols; }
 /// True when each consumer's part of rows x cols tiles holds a whole number of an epilogue's
 /// `column_granule` (gemm/tile_grid.cuh): the tiles that epilogue can take.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::holds_column_granule(64, 48, 8));    // the BF16 store takes 64 x 48 tiles
+/// static_assert(!fp4fuse::gemm::sm90::holds_column_granule(64, 48, 32));  // NVFP4 (32 gate/up columns a block) does not
+/// \endcode
 constexpr bool holds_column_granule(int rows, int cols, int column_granule) {
   return column_granule > 0 && consumer_columns(rows, cols) % column_granule == 0;
 }
@@ -95,6 +105,10 @@ inline constexpr bool x_box_may_be_short = Cfg::rows == 64 && Cluster == 1;
 /// at GPT-OSS's shape and 1.5-1.7x at DeepSeek-V3's (bench/results/engine9.md). So the box stops
 /// at M, and the kernel zeroes the ring's rows beyond M once (detail::zero_rows_beyond): the MMAs
 /// read the same zeros as before, and the bits do not change.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::x_box_rows<fp4fuse::gemm::sm90::config<64, 64>, 1>(16) == 16);  // decode: X's 16 rows
+/// static_assert(fp4fuse::gemm::sm90::x_box_rows<fp4fuse::gemm::sm90::config<256>, 1>(16) == 128);    // a 128-row tile's box
+/// \endcode
 template <class Cfg, int Cluster>
 FP4FUSE_HOST_DEVICE constexpr int x_box_rows(int M) {
   if constexpr (x_box_may_be_short<Cfg, Cluster>) {
@@ -142,6 +156,9 @@ struct tile_shape {
   static constexpr bool pingpong = Pingpong;  ///< the ping-pong kernel
   static constexpr bool along_n = AlongN;     ///< a cluster along N
   /// True when `k` names this instance.
+  /// \code
+  /// static_assert(fp4fuse::gemm::sm90::tile_shape<128, 128, 2, true, 1>::matches({128, 128, 2, false, true, 1}));  // clustered ping-pong
+  /// \endcode
   static constexpr bool matches(const kernel_key& k) {
     return k.block_m == m && k.block_n == n && k.cluster == cluster && k.along_n == along_n && k.pingpong == pingpong &&
            (!pingpong || k.in_flight == in_flight);
@@ -154,8 +171,18 @@ struct tile_shape {
 template <class... Shapes>
 struct kernel_list {
   /// True when `k` names one of the instances.
+  /// \code
+  /// static_assert(fp4fuse::gemm::sm90::dense_kernels::contains({64, 48, 1, false, false, 2}));
+  /// static_assert(!fp4fuse::gemm::sm90::dense_kernels::contains({64, 48, 2, false, false, 2}));  // no clustered 64 x 48
+  /// \endcode
   static constexpr bool contains(const kernel_key& k) { return (Shapes::matches(k) || ...); }
   /// `f(Shape{})` for the instance `k` names, or a bad_shape refusal naming `entry_point` and `k`.
+  /// \code
+  /// const fp4fuse::result r = fp4fuse::gemm::sm90::dense_kernels::dispatch({64, 48, 1, false, false, 2}, "my_launcher", [](auto shape) {
+  ///   std::printf("%d x %d tiles\n", decltype(shape)::m, decltype(shape)::n);  // a launcher: launch_tiles<decltype(shape), ...>(...)
+  ///   return fp4fuse::result{};
+  /// });
+  /// \endcode
   template <class F>
   static result dispatch(const kernel_key& k, const char* entry_point, F&& f) {
     result r = result::with(status::bad_shape, "%s: no kernel instance has %d x %d tiles, %s, cluster %d%s", entry_point, k.block_m, k.block_n,
@@ -186,6 +213,10 @@ struct launch_plan {
 };
 
 /// The dispatch table's key of dense plan `p` with `cluster` CTAs per cluster (along M).
+/// \code
+/// constexpr fp4fuse::gemm::sm90::launch_plan p{128, 1, 0, 0, /*pingpong=*/1, /*in_flight=*/1};
+/// static_assert(fp4fuse::gemm::sm90::dense_kernels::contains(fp4fuse::gemm::sm90::dense_key(p, 2)));  // the ping-pong in clusters of 2
+/// \endcode
 constexpr kernel_key dense_key(const launch_plan& p, int cluster) {
   return {p.block_m, p.block_n, cluster, false, p.pingpong == 1, p.in_flight == 1 ? 1 : 2};
 }
@@ -216,6 +247,10 @@ constexpr kernel_key dense_key(const launch_plan& p, int cluster) {
 /// `column_granule` (gate/up columns a consumer's part must hold whole: 8 for the BF16 store, 16 for
 /// the SwiGLU BF16 store, 32 for NVFP4 blocks; epilogues.cuh) divides 48: each SM then streams 3/4
 /// of the W it would (GPT-OSS's 2I = 5760: 120 tiles against 90).
+/// \code
+/// const fp4fuse::gemm::sm90::launch_plan p = fp4fuse::gemm::sm90::plan(4096, 5760, 2880, 132);  // GPT-OSS's L1 at T = 4096, 132 SMs
+/// // p: 128 x 128 ping-pong tiles, one K step in flight, K not split
+/// \endcode
 inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false, int column_granule = 32) {
   const int k_iters = cuda::ceil_div(K, block_k);
   struct tile {
@@ -261,6 +296,9 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
 /// The cluster size `launch` uses for a plan: 2 (W multicast) when K is not split, M has at least
 /// two row blocks and the tile has a clustered instance (dense_kernels; 64 x 48, the plan's tile
 /// for one row block, has none), except 128 x 192 tiles; else 1.
+/// \code
+/// const int cluster = fp4fuse::gemm::sm90::cluster_for(fp4fuse::gemm::sm90::plan(4096, 5760, 2880, 132), 4096);  // 2
+/// \endcode
 inline int cluster_for(const launch_plan& lp, int M) {
   if (lp.cluster != 0) return lp.cluster;
   // 128 x 192 tiles run unclustered: with their 4-stage ring the pair's every stage waiting for both
@@ -277,6 +315,10 @@ inline int cluster_for(const launch_plan& lp, int M) {
 /// or 2 K steps in flight; clusters of 2 where the table has them: not 64 x 48), 1..16 splits,
 /// clusters of 1 or 2 only without a split, ping-pong only unsplit. Refusals say which. (Whether the epilogue takes the tile's width, the
 /// launch says: 64 x 48 holds no whole NVFP4 block per consumer.)
+/// \code
+/// const fp4fuse::gemm::sm90::launch_plan p{256, /*splits=*/4, 0, /*cluster=*/2};
+/// const fp4fuse::result r = fp4fuse::gemm::sm90::validate_plan(&p);  // bad_shape: "... cluster = 2 must be 0 (choose), 1, or 2 without a K split"
+/// \endcode
 inline result validate_plan(const launch_plan* p) {
   if (p == nullptr) return {};
   const char* entry = "fp4fuse::gemm::sm90::validate_plan";
@@ -309,6 +351,9 @@ struct grouped_plan {
   bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
   bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128 and cooperative 192 x 128): pairs of column tiles share the X tile by multicast
   /// The dispatch table's key of this plan.
+  /// \code
+  /// static_assert(fp4fuse::gemm::sm90::grouped_kernels::contains(fp4fuse::gemm::sm90::grouped_plan{192, 128, 2, false, true}.key()));
+  /// \endcode
   constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }
 };
 
@@ -321,6 +366,9 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
                                     tile_shape<128, 128, 2, true, 2, true>, tile_shape<192, 128, 2, false, 2, true>>;
 
 /// True when `p` names a kernel of the grouped GEMM.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::valid({}) && !fp4fuse::gemm::sm90::valid({64, 48}));  // 128 x 256: yes; 64 x 48: no grouped kernel
+/// \endcode
 inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::contains(p.key()); }
 
 /// The plan for `rows` routed rows over `experts` experts of `n` output columns each and a
@@ -351,6 +399,10 @@ inline constexpr bool valid(const grouped_plan& p) { return grouped_kernels::con
 /// 176: 0.92-0.95, 0.86; 184: 1.07, 0.93; 192: 1.20-1.24, 1.04 (0.91, 0.84 in engine3.md's run);
 /// 208: 1.51-1.55; 224: 1.13, 1.12; GPT-OSS (K = 2880) 128: 0.97-1.08, 1.12-1.18; 144: 0.84, 0.95;
 /// 160: 0.84, 0.93; 176: 0.98-1.00; 184: 1.06, 0.94; 192: 1.19-1.20, 0.86-0.92.
+/// \code
+/// const fp4fuse::gemm::sm90::grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(512, 32, 5760, 2880);
+/// // 16 rows per expert: 64 x 128 tiles (5760 = 22.5 tiles of 256)
+/// \endcode
 inline grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
   const double per_expert = static_cast<double>(rows) / experts;
   if (per_expert <= 64) {

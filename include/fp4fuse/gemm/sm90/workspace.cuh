@@ -51,6 +51,10 @@ struct workspace {
   /// split K. `lp`: the plan `launch` runs, the forced one or plan(M, N, K, the device's SM count,
   /// whether it stages the store: that changes no split);
   /// its split is clamped to K's blocks as `launch` clamps it.
+  /// \code
+  /// const fp4fuse::gemm::sm90::launch_plan lp{128, /*splits=*/4, 0, 0, -1, 0, /*block_m=*/64};
+  /// const fp4fuse::gemm::sm90::workspace_size need = fp4fuse::gemm::sm90::workspace::size_for(lp, 64, 7168, 2048);  // 1835008 floats, 112 counters
+  /// \endcode
   static workspace_size size_for(const launch_plan& lp, int M, int N, int K) {
     const int splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
     if (splits == 1) return {};
@@ -59,6 +63,10 @@ struct workspace {
     return {tiles * splits * 2 * registers * 128, tiles * 2};
   }
   /// True when this workspace has room for `need`.
+  /// \code
+  /// fp4fuse::gemm::sm90::workspace ws{};  // the caller's: partials and counters from cudaMalloc, the counters zeroed once
+  /// if (!ws.holds({1835008, 112})) { /* grow it before the launch */ }
+  /// \endcode
   bool holds(const workspace_size& need) const {
     return (need.partial_floats == 0 || (partials != nullptr && partial_floats >= need.partial_floats)) &&
            (need.counter_count == 0 || (counters != nullptr && counter_count >= need.counter_count));
