@@ -47,6 +47,7 @@ struct inputs {
 struct global_scales {
   const float* scales = nullptr;  ///< [1] or [E] in device memory
   bool per_expert = false;        ///< one scale per expert (`scales[e]`), else `scales[0]` for all
+  /// No scales (null): a launch refuses it.
   global_scales() = default;
   /// One S for every expert.
   /// \code

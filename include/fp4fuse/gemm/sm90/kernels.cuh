@@ -227,7 +227,7 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
 /// // then cudaLaunchKernelEx with config<128, 64>::threads threads a CTA, as launch_tiles does
 /// \endcode
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
-__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
+__global__ void __launch_bounds__((config<BlockN, BlockM>::threads), 1)  // parenthesized: Doxygen drops the comment at an unbracketed comma
     gemm_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm, Epilogue epi,
                 typename Schedule::arguments sched_args) {
   static_assert(!detail::is_staged<Epilogue>, "gemm_kernel: a staged store needs its tensor map in parameter space: use gemm_staged_kernel");
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
 /// // launch_tiles' choice for a plain store_bf16<> whose D TMA can address
 /// \endcode
 template <int BlockM, int BlockN, int Cluster, class Schedule, class Epilogue, bool AlongN = false>
-__global__ void __launch_bounds__(config<BlockN, BlockM>::threads, 1)
+__global__ void __launch_bounds__((config<BlockN, BlockM>::threads), 1)  // parenthesized: Doxygen drops the comment at an unbracketed comma
     gemm_staged_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                        const __grid_constant__ Epilogue epi, typename Schedule::arguments sched_args) {
   static_assert(detail::is_staged<Epilogue>, "gemm_staged_kernel: a staged epilogue (staged_bf16_store)");

@@ -163,7 +163,7 @@ inline bool stage_store(const fp4fuse::gemm::store_bf16<fp4fuse::no_bias>& epi, 
 }
 }  // namespace detail
 
-/// Launches the GEMM with epilogue `epi`. The caller (l1_gemm::gemm) has validated the arguments
+/// Launches the GEMM with epilogue `epi`. The caller (fp4fuse::gemm::gemm) has validated the arguments
 /// and `force` (validate_plan), and checked that the device is an sm_90 with this build's sm_90a
 /// image. `force` overrides the plan (tests use it to cover every tile width and split). `ws`: the
 /// caller's split-K workspace (workspace.cuh), or null for the one kept for the device and
