@@ -170,7 +170,7 @@ __global__ void row_epilogue_kernel(const float* in, fp4fuse::quantized_matrix<F
   }
 }
 
-template <class Format, int Registers, class Layout>
+template <class Format, int Registers, class Layout, int Chunk = 0>
 __global__ void swap_ab_epilogue_kernel(const float* in, fp4fuse::quantized_matrix<Format, Layout> out, float* amax) {
   extern __shared__ __align__(16) float scratch[];
   float acc[Registers];
@@ -178,7 +178,7 @@ __global__ void swap_ab_epilogue_kernel(const float* in, fp4fuse::quantized_matr
   for (int r = 0; r < Registers; ++r) acc[r] = in[threadIdx.x * Registers + r];
   const fp4fuse::fused_epilogue op{fp4fuse::make_block_codec<Format>(448.0f), fp4fuse::sink::direct{out}, fp4fuse::activation::swiglu_clamped{},
                                    fp4fuse::gate_up::interleaved<8>{}, fp4fuse::column_bias{in, 64}, fp4fuse::output_amax::global{amax}};
-  fp4fuse::wgmma_swap_ab_epilogue(op, acc, {2 * Registers * blockIdx.x, 0}, scratch, 1);
+  fp4fuse::wgmma_swap_ab_epilogue<Chunk>(op, acc, {2 * Registers * blockIdx.x, 0}, scratch, 1);
 }
 
 }  // namespace
@@ -288,6 +288,7 @@ void instantiate() {
   use(&wgmma_epilogue_kernel<intermediate::bf16, 32, activation::swiglu, recipe::vllm, linear>);
   use(&swap_ab_epilogue_kernel<nvfp4_te, 32, swizzled>);
   use(&swap_ab_epilogue_kernel<format::mxfp4<>, 68, linear>);
+  use(&swap_ab_epilogue_kernel<nvfp4_te, 128, swizzled, 64>);
 }
 
 }  // namespace fp4fuse_device_code

@@ -6,7 +6,7 @@
 // the scale tensor's padded extent, into poisoned outputs: every packed and scale byte, the guard
 // zones and the output amax equal to the host twin's (wgmma_swap_ab_epilogue_host, itself checked
 // against the host block_codec in tests/epilogue/host_twin.cu), NVFP4 and MXFP4, with and without a
-// bias, 8 to 256 tokens.
+// bias, 8 to 256 tokens, all at once and in chunks of 16-64 tokens.
 #include <fp4fuse/epilogue/host_twin.cuh>
 #include <fp4fuse/epilogue/wgmma_swap_ab.cuh>
 
@@ -62,9 +62,13 @@ struct tile {
   std::int64_t token0, col0;
 };
 
+/// Tokens per pass through the scratch: Chunk, or all of them (0).
+template <int Tokens, int Chunk>
+constexpr int scratch_tokens = Chunk == 0 ? Tokens : Chunk;
+
 /// Two warpgroups per block, each its tile (tiles[2 * block + wg]; none beyond `count`), scratch
-/// from dynamic shared memory, named barrier 1 + wg.
-template <int Tokens, class Op>
+/// from dynamic shared memory, named barrier 1 + wg; Chunk tokens at a time (0: all).
+template <int Tokens, int Chunk, class Op>
 __global__ void swap_ab_kernel(Op op, const float* gu, std::int64_t rows, std::int64_t gu_cols, const tile* tiles, int count) {
   extern __shared__ __align__(16) float scratch[];
   using frag = fp4fuse::wgmma_m64nN_f32_fragment<Tokens>;
@@ -78,14 +82,16 @@ __global__ void swap_ab_kernel(Op op, const float* gu, std::int64_t rows, std::i
     const std::int64_t row = at.token0 + frag::col(t, i), col = at.col0 + frag::row(t, i);
     acc[i] = row < rows && col < gu_cols ? gu[row * gu_cols + col] : 1e4f;  // beyond the matrix: a value that would show
   }
-  fp4fuse::wgmma_swap_ab_epilogue(op, acc, {at.token0, at.col0}, scratch + wg * fp4fuse::wgmma_swap_ab_scratch_floats<Tokens>, 1 + wg);
+  fp4fuse::wgmma_swap_ab_epilogue<Chunk>(op, acc, {at.token0, at.col0},
+                                         scratch + wg * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>>, 1 + wg);
 }
 
-template <int Tokens, class Format, class Intermediate, class Activation>
+template <int Tokens, int Chunk, class Format, class Intermediate, class Activation>
 void check_device(std::int64_t rows, std::int64_t I, const Activation& act, bool with_bias, const char* salt) {
   constexpr int bs = Format::block_size;
   auto g = rng(salt);
-  INFO(salt << ": " << Tokens << " tokens, M = " << rows << ", I = " << I << (with_bias ? ", bias" : ""));
+  constexpr int per_pass = scratch_tokens<Tokens, Chunk>;
+  INFO(salt << ": " << Tokens << " tokens (" << per_pass << " at a time), M = " << rows << ", I = " << I << (with_bias ? ", bias" : ""));
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   const column_bias_case bias_case = make_column_bias(gu, rows, 2 * I, g, with_bias);
   float m = 0.0f;
@@ -133,9 +139,9 @@ void check_device(std::int64_t rows, std::int64_t I, const Activation& act, bool
   FP4FUSE_TEST_CUDA(cudaMemset(d_amax.as<float>(), 0, sizeof(float)));
   const fp4fuse::quantized_matrix<Format, layout_t> dev_out{d_packed.as<std::uint8_t>(), ld_packed, d_scales.as<std::uint8_t>(), layout};
   const int blocks = static_cast<int>((tiles.size() + 1) / 2);
-  const std::size_t smem = 2 * fp4fuse::wgmma_swap_ab_scratch_floats<Tokens> * sizeof(float);
+  const std::size_t smem = 2 * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>> * sizeof(float);
   const auto launch = [&](auto op) {
-    auto* kernel = &swap_ab_kernel<Tokens, decltype(op)>;
+    auto* kernel = &swap_ab_kernel<Tokens, Chunk, decltype(op)>;
     FP4FUSE_TEST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<blocks, 256, smem>>>(op, d_gu.as<float>(), rows, 2 * I, d_tiles.as<tile>(), static_cast<int>(tiles.size()));
     FP4FUSE_TEST_LAUNCHED();
@@ -170,19 +176,24 @@ TEST_CASE("wgmma_swap_ab_epilogue: the scratch map is a bijection onto token row
   check_scratch_map<256>();
 }
 
-TEST_CASE("wgmma_swap_ab_epilogue [gpu]: two warpgroups per block write the host twin's bytes, padding and amax included", "[gpu][epilogue]") {
+TEST_CASE("wgmma_swap_ab_epilogue [gpu]: two warpgroups per block write the host twin's bytes, padding and amax included, chunked or not",
+          "[gpu][epilogue]") {
   using fp4fuse::intermediate::bf16;
   using fp4fuse::intermediate::fp32;
   using nv = fp4fuse::format::nvfp4<>;
   using mx = fp4fuse::format::mxfp4<>;
   for (std::int64_t rows : {1, 37, 130, 300}) {
     for (std::int64_t I : {32, 96, 1056}) {
-      check_device<64, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, false, "swap-AB 64");
-      check_device<8, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 8 bias");
-      check_device<136, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 136 bias");
-      check_device<256, nv, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, false, "swap-AB 256");
-      check_device<48, mx, bf16>(rows, I, fp4fuse::activation::swiglu{}, true, "swap-AB mx 48 bias");
-      check_device<128, mx, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, false, "swap-AB mx 128");
+      check_device<64, 0, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, false, "swap-AB 64");
+      check_device<8, 0, nv, bf16>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 8 bias");
+      check_device<136, 0, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 136 bias");
+      check_device<256, 0, nv, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, false, "swap-AB 256");
+      check_device<48, 0, mx, bf16>(rows, I, fp4fuse::activation::swiglu{}, true, "swap-AB mx 48 bias");
+      check_device<128, 0, mx, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, false, "swap-AB mx 128");
+      // Chunks of the tokens through a smaller scratch: the same bytes.
+      check_device<128, 32, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 128 in chunks of 32");
+      check_device<256, 64, nv, bf16>(rows, I, fp4fuse::activation::swiglu{}, false, "swap-AB 256 in chunks of 64");
+      check_device<48, 16, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, true, "swap-AB mx 48 in chunks of 16");
     }
   }
 }

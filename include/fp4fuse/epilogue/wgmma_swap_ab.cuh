@@ -44,9 +44,9 @@ FP4FUSE_DEVICE void swap_ab_warpgroup_sync(int id) { asm volatile("bar.sync %0, 
 
 }  // namespace detail
 
-/// Floats of shared memory `wgmma_swap_ab_epilogue` needs per warpgroup for a fragment of `Tokens`
-/// tokens (wgmma's N): `Tokens` rows of 68 floats (the 64 gate/up columns and 4 of padding),
-/// 272 bytes per token (34 KiB at 128 tokens).
+/// Floats of shared memory `wgmma_swap_ab_epilogue` needs per warpgroup for `Tokens` tokens at a
+/// time (wgmma's N, or its chunk of them): `Tokens` rows of 68 floats (the 64 gate/up columns and 4
+/// of padding), 272 bytes per token (34 KiB at 128 tokens).
 /// \code
 /// static_assert(fp4fuse::wgmma_swap_ab_scratch_floats<64> * sizeof(float) == 17408);  // a warpgroup's shared memory for 64 tokens
 /// \endcode
@@ -64,17 +64,22 @@ inline constexpr int wgmma_swap_ab_scratch_floats = Tokens * detail::swap_ab_row
 /// token in order), the warpgroup synchronises on named barrier `barrier`, then thread t takes
 /// tokens t and t + 128 (N > 128): it loads the token's 64 gate/up values and quantizes them as the
 /// row form does (32 outputs: two NVFP4 blocks or one MXFP4 block), stores them as `sink::direct`
-/// does and, with `output_amax::global`, the warpgroup combines the amax. A last barrier frees the
-/// scratch for the caller.
+/// does and, with `output_amax::global`, the warpgroup combines the amax. A barrier after the
+/// loads frees the scratch. With `ChunkTokens` (a multiple of 8 dividing N, at most 128) the
+/// tokens go through the scratch that many at a time, two barriers per chunk: the scratch is
+/// `wgmma_swap_ab_scratch_floats<ChunkTokens>` floats (a kernel whose shared memory is mostly its
+/// ring), only ChunkTokens threads quantize at a time, and the registers of later chunks stay live
+/// while earlier ones are quantized. The bytes do not depend on the chunk.
 ///
+/// \tparam ChunkTokens tokens per pass through the scratch (0, the default: all N at once)
 /// \param op      the description (`fused_epilogue`): `sink::direct`; GateUp `gate_up::interleaved<G>`
 ///                with G dividing 32 (W's rows in the M dimension in that order); any format, bias,
 ///                amax and intermediate rounding
 /// \param acc     the thread's Registers accumulators (N = 2 * Registers tokens, 8..256), in wgmma order
 /// \param origin  the first token's output row and the first gate/up column (wgmma row 0; a multiple
 ///                of 64, so that the warpgroup's 32 outputs are whole blocks of either format)
-/// \param scratch 16-byte aligned shared memory of `wgmma_swap_ab_scratch_floats<N>` floats, this
-///                warpgroup's alone for the call
+/// \param scratch 16-byte aligned shared memory of `wgmma_swap_ab_scratch_floats<N>` floats
+///                (`<ChunkTokens>` with chunks), this warpgroup's alone for the call
 /// \param barrier a named barrier (1..15; 0 is __syncthreads') that no other warps use during the
 ///                call; another id traps
 /// Output: packed rows and their base aligned to a block's bytes (8 NVFP4, 16 MXFP4), as the row
@@ -91,14 +96,20 @@ inline constexpr int wgmma_swap_ab_scratch_floats = Tokens * detail::swap_ab_row
 ///   // scratch: fp4fuse::wgmma_swap_ab_scratch_floats<64> floats of shared memory
 ///   const fp4fuse::fused_epilogue op{fp4fuse::block_codec<fp4fuse::format::nvfp4<>>(*d_S), fp4fuse::sink::direct{out}};
 ///   fp4fuse::wgmma_swap_ab_epilogue(op, acc, {token0, gate_up_col0}, scratch, 1);
+///   // or 16 tokens at a time through fp4fuse::wgmma_swap_ab_scratch_floats<16> floats:
+///   // fp4fuse::wgmma_swap_ab_epilogue<16>(op, acc, {token0, gate_up_col0}, scratch, 1);
 /// }
 /// \endcode
-template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Registers>
+template <int ChunkTokens = 0, class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate,
+          int Registers>
 FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
                                            const float (&acc)[Registers], tile_origin origin, float* scratch, int barrier) {
   constexpr int tokens = 2 * Registers;
   static_assert(Registers % 4 == 0 && tokens >= 8 && tokens <= 256,
                 "wgmma_swap_ab_epilogue: the fragment of wgmma m64nNk16 has N / 2 registers, N (the tokens) a multiple of 8 in [8, 256]");
+  constexpr int chunk = ChunkTokens == 0 ? tokens : ChunkTokens;
+  static_assert(chunk % 8 == 0 && tokens % chunk == 0 && (ChunkTokens == 0 || chunk <= 128),
+                "wgmma_swap_ab_epilogue: ChunkTokens is a multiple of 8 that divides N, at most 128 (0: all N tokens at once)");
   static_assert(detail::sink_traits<Sink>::stores && !detail::sink_traits<Sink>::staged,
                 "wgmma_swap_ab_epilogue: sink::direct only (each thread stores its token's row; for a staged or hand-back "
                 "store, quantize the scratch's rows with row_epilogue)");
@@ -112,43 +123,49 @@ FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Ac
   const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const int thread = static_cast<int>(linear_thread % 128);
   if (barrier < 1 || barrier > 15) __trap();  // 0 would be __syncthreads' barrier, shared with the block's other warps
-  FP4FUSE_UNROLL
-  for (int i = 0; i < Registers; ++i) scratch[frag::col(thread, i) * row_floats + frag::row(thread, i)] = acc[i];
-  detail::swap_ab_warpgroup_sync(barrier);
   const detail::swap_ab_hand_back<fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>> quantize{
       op.codec, {}, op.act, op.source, op.bias, {}, op.rounding};
   const auto& out = op.sink.out;
   float amax = 0.0f;  // max |h| over this thread's tokens inside the matrix (the output amax's partial)
   FP4FUSE_UNROLL
-  for (int pass = 0; pass < cuda::ceil_div(tokens, 128); ++pass) {
-    const int token = thread + 128 * pass;
-    if (token < tokens) {
-      float row[64];
-      const float4* src = reinterpret_cast<const float4*>(scratch + token * row_floats);
-      FP4FUSE_UNROLL
-      for (int v = 0; v < 16; ++v) {
-        const float4 q = src[v];
-        row[4 * v] = q.x;
-        row[4 * v + 1] = q.y;
-        row[4 * v + 2] = q.z;
-        row[4 * v + 3] = q.w;
-      }
-      const tile_origin at{origin.row + token, origin.gate_up_col};
-      const auto q = row_epilogue(quantize, row, at);
-      detail::store_row<false>(out, at, q, nullptr);
-      if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-        constexpr int blocks = 32 / Format::block_size;  // the row's blocks: 2 NVFP4, 1 MXFP4
-        const int valid = detail::valid_row_blocks<Format, blocks>(out, origin.gate_up_col / (2 * Format::block_size));
-        if (at.row < out.rows()) amax = detail::max_num(amax, q.amax(valid));
+  for (int c = 0; c < tokens / chunk; ++c) {
+    // Register i holds token 8 (i / 4) + 2 (t % 4) + i % 2: its chunk is known at compile time.
+    FP4FUSE_UNROLL
+    for (int i = 0; i < Registers; ++i) {
+      if ((8 * (i / 4)) / chunk == c) scratch[(frag::col(thread, i) - c * chunk) * row_floats + frag::row(thread, i)] = acc[i];
+    }
+    detail::swap_ab_warpgroup_sync(barrier);
+    FP4FUSE_UNROLL
+    for (int pass = 0; pass < cuda::ceil_div(chunk, 128); ++pass) {
+      const int local = thread + 128 * pass;  // the token within the chunk
+      if (local < chunk) {
+        float row[64];
+        const float4* src = reinterpret_cast<const float4*>(scratch + local * row_floats);
+        FP4FUSE_UNROLL
+        for (int v = 0; v < 16; ++v) {
+          const float4 q = src[v];
+          row[4 * v] = q.x;
+          row[4 * v + 1] = q.y;
+          row[4 * v + 2] = q.z;
+          row[4 * v + 3] = q.w;
+        }
+        const tile_origin at{origin.row + c * chunk + local, origin.gate_up_col};
+        const auto q = row_epilogue(quantize, row, at);
+        detail::store_row<false>(out, at, q, nullptr);
+        if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
+          constexpr int blocks = 32 / Format::block_size;  // the row's blocks: 2 NVFP4, 1 MXFP4
+          const int valid = detail::valid_row_blocks<Format, blocks>(out, origin.gate_up_col / (2 * Format::block_size));
+          if (at.row < out.rows()) amax = detail::max_num(amax, q.amax(valid));
+        }
       }
     }
+    detail::swap_ab_warpgroup_sync(barrier);  // every row of the chunk read: the scratch is free again
   }
   if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
     combine_output_amax(op.amax.amax, amax);
   } else {
     (void)amax;
   }
-  detail::swap_ab_warpgroup_sync(barrier);  // every row read: the scratch is the caller's again
 }
 
 }  // namespace fp4fuse
