@@ -154,16 +154,13 @@ template <class Format, class Sink, class Activation, class GateUp, class Bias, 
 void row_epilogue_host(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op, const float (&acc)[128][N],
                        tile_origin origin) {
   static_assert(detail::host_twin_sink<Sink>, "row_epilogue_host: the host twin writes its output: sink::direct or sink::staged (the same bytes)");
-  constexpr int blocks = N / 2 / Format::block_size;
-  const fused_epilogue<Format, sink::hand_back, Activation, GateUp, Bias, output_amax::none, Intermediate> hand_back{op.codec, {}, op.act, op.source,
-                                                                                                                  op.bias};
+  const auto quantize = detail::as_hand_back(op);
   for (int t = 0; t < 128; ++t) {
     const tile_origin mine{origin.row + t, origin.gate_up_col};
-    const auto q = row_epilogue(hand_back, acc[t], mine);
+    const auto q = row_epilogue(quantize, acc[t], mine);
     detail::store_row<false>(op.sink.out, mine, q, nullptr);
     if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-      const int valid = detail::valid_row_blocks<Format, blocks>(op.sink.out, origin.gate_up_col / (2 * Format::block_size));
-      if (mine.row < op.sink.out.rows()) detail::combine_output_amax_host(op.amax.amax, q.amax(valid));
+      detail::combine_output_amax_host(op.amax.amax, detail::row_amax_partial(op.sink.out, mine, q));
     }
   }
 }

@@ -130,6 +130,26 @@ FP4FUSE_HOST_DEVICE void store_row(const quantized_matrix<Format, Layout>& out, 
   }
 }
 
+/// The description `Op` with a hand-back sink and no output amax: the row form's quantization
+/// alone, for the forms that store a row or combine its amax themselves (the swap-AB form, the
+/// host twins).
+template <class Op>
+using hand_back_of = fused_epilogue<typename Op::format_type, sink::hand_back, typename Op::activation_type, typename Op::gate_up_type,
+                                    typename Op::bias_type, output_amax::none, typename Op::intermediate_type>;
+/// `op` as `hand_back_of<Op>`: the same codec, activation, gate/up source, bias and rounding.
+template <class Op>
+FP4FUSE_HOST_DEVICE hand_back_of<Op> as_hand_back(const Op& op) {
+  return {op.codec, {}, op.act, op.source, op.bias, {}, op.rounding};
+}
+
+/// A quantized segment's part of the output amax: its blocks inside the matrix's columns, +0 for a
+/// row beyond the matrix (+0 adds nothing to `combine_output_amax` or its host twin).
+template <class Format, class Layout, int Blocks>
+FP4FUSE_HOST_DEVICE float row_amax_partial(const quantized_matrix<Format, Layout>& out, tile_origin origin, const quantized_row<Format, Blocks>& q) {
+  if (origin.row >= out.rows()) return 0.0f;
+  return q.amax(valid_row_blocks<Format, Blocks>(out, origin.gate_up_col / (2 * Format::block_size)));
+}
+
 /// Sends a quantized segment to the description's sink and amax; returns it for hand-back.
 template <class Op, int Blocks>
 FP4FUSE_HOST_DEVICE auto finish_row(const Op& op, tile_origin origin, const quantized_row<typename Op::format_type, Blocks>& q) {
@@ -145,11 +165,11 @@ FP4FUSE_HOST_DEVICE auto finish_row(const Op& op, tile_origin origin, const quan
       store_row<false>(op.sink.out, origin, q, nullptr);
     }
     if constexpr (cuda::std::is_same_v<typename Op::amax_type, output_amax::global>) {
-      const int valid = valid_row_blocks<Format, Blocks>(op.sink.out, origin.gate_up_col / (2 * Format::block_size));
 #if FP4FUSE_DEVICE_PASS
+      const int valid = valid_row_blocks<Format, Blocks>(op.sink.out, origin.gate_up_col / (2 * Format::block_size));
       combine_output_amax(op.amax.amax, q.amax(valid), origin.row < op.sink.out.rows());
 #else
-      if (origin.row < op.sink.out.rows()) combine_output_amax_host(op.amax.amax, q.amax(valid));  // a host float
+      combine_output_amax_host(op.amax.amax, row_amax_partial(op.sink.out, origin, q));  // a host float
 #endif
     }
   }

@@ -31,13 +31,6 @@ namespace detail {
 /// thread's 16-byte row loads are conflict-free per quarter warp (a row is 17 16-byte units).
 inline constexpr int swap_ab_row_floats = 68;
 
-/// The hand-back description of `Op` (same codec, activation, gate/up source, bias, rounding): the
-/// row form's quantization without its stores, which the swap-AB form does itself.
-template <class Op>
-using swap_ab_hand_back =
-    fused_epilogue<typename Op::format_type, sink::hand_back, typename Op::activation_type, typename Op::gate_up_type, typename Op::bias_type,
-                   output_amax::none, typename Op::intermediate_type>;
-
 /// Synchronises the 128 threads of the calling warpgroup on named barrier `id` (PTX `bar.sync`;
 /// cuda::ptx has no wrapper for named barriers).
 FP4FUSE_DEVICE void swap_ab_warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
@@ -123,8 +116,7 @@ FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Ac
   const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const int thread = static_cast<int>(linear_thread % 128);
   if (barrier < 1 || barrier > 15) __trap();  // 0 would be __syncthreads' barrier, shared with the block's other warps
-  const detail::swap_ab_hand_back<fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>> quantize{
-      op.codec, {}, op.act, op.source, op.bias, {}, op.rounding};
+  const auto quantize = detail::as_hand_back(op);
   const auto& out = op.sink.out;
   float amax = 0.0f;  // max |h| over this thread's tokens inside the matrix (the output amax's partial)
   FP4FUSE_UNROLL
@@ -152,11 +144,7 @@ FP4FUSE_DEVICE void wgmma_swap_ab_epilogue(const fused_epilogue<Format, Sink, Ac
         const tile_origin at{origin.row + c * chunk + local, origin.gate_up_col};
         const auto q = row_epilogue(quantize, row, at);
         detail::store_row<false>(out, at, q, nullptr);
-        if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-          constexpr int blocks = 32 / Format::block_size;  // the row's blocks: 2 NVFP4, 1 MXFP4
-          const int valid = detail::valid_row_blocks<Format, blocks>(out, origin.gate_up_col / (2 * Format::block_size));
-          if (at.row < out.rows()) amax = detail::max_num(amax, q.amax(valid));
-        }
+        if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) amax = detail::max_num(amax, detail::row_amax_partial(out, at, q));
       }
     }
     detail::swap_ab_warpgroup_sync(barrier);  // every row of the chunk read: the scratch is free again
