@@ -22,13 +22,8 @@ __global__ void cccl_minimum_kernel(std::int64_t rows, std::int64_t cols, const 
 }
 
 // fp4fuse::detail::round_up's own arithmetic (CCCL < 3.0 has no cuda::round_up): values and the
-// common type, as cuda::round_up gives them (tests/detail/cmath.cu checks the same on CCCL 3).
-static_assert(fp4fuse::detail::round_up(130, 128) == 256 && fp4fuse::detail::round_up(128, 128) == 128);
-static_assert(fp4fuse::detail::round_up(0, 4) == 0 && fp4fuse::detail::round_up(5, 4) == 8);
-static_assert(fp4fuse::detail::round_up(std::int64_t{3} << 40, 1024) == (std::int64_t{3} << 40));
-static_assert(fp4fuse::detail::round_up(std::size_t{1025}, std::size_t{1024}) == 2048);
-static_assert(cuda::std::is_same_v<decltype(fp4fuse::detail::round_up(std::int64_t{5}, 4)), std::int64_t>);
-static_assert(cuda::std::is_same_v<decltype(fp4fuse::detail::round_up(5, 4)), int>);
+// common type, as cuda::round_up gives them.
+#include "../detail/round_up_asserts.cuh"
 
 int main() {
   constexpr fp4fuse::scale_layout::swizzled_128x4 layout{130, 5};

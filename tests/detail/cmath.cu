@@ -5,12 +5,7 @@
 #include <fp4fuse/detail/cmath.cuh>
 
 #include "../test_support.hpp"
-
-static_assert(fp4fuse::detail::round_up(130, 128) == 256 && fp4fuse::detail::round_up(128, 128) == 128);
-static_assert(fp4fuse::detail::round_up(0, 4) == 0 && fp4fuse::detail::round_up(5, 4) == 8);
-static_assert(cuda::std::is_same_v<decltype(fp4fuse::detail::round_up(std::int64_t{5}, 4)), std::int64_t>);
-static_assert(cuda::std::is_same_v<decltype(fp4fuse::detail::round_up(5, 4)), int>);
-static_assert(cuda::std::is_same_v<decltype(fp4fuse::detail::round_up(std::size_t{5}, std::size_t{4})), std::size_t>);
+#include "round_up_asserts.cuh"
 
 TEST_CASE("detail::round_up: the next multiple, in the operands' common type", "[cmath]") {
   auto g = fp4fuse_test::rng("round_up");
