@@ -13,6 +13,7 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER PINGPONG [MIN_T]]
 //             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
@@ -42,6 +43,24 @@
 #include "cublaslt_gemm.cuh"
 
 namespace {
+
+/// The swap-AB kernel's mainloop alone (a diagnostic for --candidate-swap-ab): an epilogue that
+/// writes nothing, so the candidate's time splits into its mainloop's and its epilogue's.
+struct no_swap_ab_epilogue {
+  struct unit {
+    template <int ChunkTokens, int Registers>
+    __device__ void warpgroup_swap_ab(const float (&)[Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t, float*, int) const {}
+    template <int ChunkTokens, int Fragments, int Registers>
+    __device__ void warpgroup_swap_ab(const float (&)[Fragments][Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t, float*, int) const {}
+    __device__ void warpgroup_padding_rows_from(fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}
+    // What the other grouped kernels, which launch_grouped also instantiates, call: nothing either.
+    template <int Registers>
+    __device__ void warpgroup(const float (&)[Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}
+    template <int N>
+    __device__ void padding_beyond(const fp4fuse::gemm::tile_grid&, fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}
+  };
+  __device__ unit for_group(const fp4fuse::gemm::sm90::work_unit&) const { return {}; }
+};
 
 using namespace bench;
 using l1_gemm::moe::model;
@@ -147,6 +166,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--force names no grouped kernel\n");
         return 2;
       }
+    } else if (a == "--candidate-swap-ab") {  // the swap-AB kernel (ping-pong or not) in clusters of CLUSTER (fused flow only), from T = the optional value on
+      const int cl = std::atoi(next());
+      const bool pp = std::atoi(next()) != 0;
+      candidate = fp4fuse::gemm::sm90::grouped_plan{pp ? 160 : 192, 128, cl, pp, cl == 2, true};
+      if (i + 1 < argc && argv[i + 1][0] != '-') candidate_min_T = std::atoi(next());
+      has_candidate = true;
     } else if (a == "--candidate") {
       candidate.block_m = std::atoi(next());
       candidate.block_n = std::atoi(next());
@@ -278,6 +303,9 @@ int main(int argc, char** argv) {
     bf16_gemm = [=] {
       CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
     };
+    const std::function<void()> mainloop_only = [=] {
+      CHECK_FP4(fp4fuse::gemm::sm90::launch_grouped(x, w, routed, N, H, E, d_offsets, no_swap_ab_epilogue{}, nullptr, cp));
+    };
     std::vector<double> t{0, 0, 0, 0, 0, 0};
     if (!profile && idle_ms > 0) {
       CHECK_CUDA(cudaDeviceSynchronize());
@@ -291,7 +319,11 @@ int main(int argc, char** argv) {
                   timing_candidate ? ", then the candidate's fused one" : "");
     } else {
       if (timing_candidate) {
-        t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate, ref_launch, copy_launch});
+        if (candidate.swap_ab) {
+          t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate, ref_launch, copy_launch, mainloop_only});
+        } else {
+          t = time_round_robin({fused, swiglu_q, bf16_gemm, fused_candidate, ref_launch, copy_launch});
+        }
       } else {
         t = time_round_robin({fused, swiglu_q, bf16_gemm, ref_launch, copy_launch});
         t.insert(t.begin() + 3, 0.0);
@@ -319,6 +351,7 @@ int main(int argc, char** argv) {
     const double torch_same_clock = torch_us > 0 && torch_ref_tflops > 0 && t[4] > 0 ? torch_us * torch_ref_tflops / same_tflops : 0;
     rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], torch_same_clock, t[3], same_roofline});
     if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
+    if (t.size() > 6) std::printf("  candidate's mainloop alone (no epilogue): %8.1f us (%.2fx roofline)\n", t[6], t[6] / roofline);
     std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f; "
                 "same state: cuBLAS 8192^3 %.0f TFLOP/s, copy %.0f GB/s, roofline %.1f us, fused %.2fx\n",
                 c.name().c_str(), plan.c_str(), routed, active, roofline, t[0], t[0] / roofline, t[2], torch_us, t[1], same_tflops,

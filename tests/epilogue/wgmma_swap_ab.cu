@@ -6,7 +6,7 @@
 // the scale tensor's padded extent, into poisoned outputs: every packed and scale byte, the guard
 // zones and the output amax equal to the host twin's (wgmma_swap_ab_epilogue_host, itself checked
 // against the host block_codec in tests/epilogue/host_twin.cu), NVFP4 and MXFP4, with and without a
-// bias, 8 to 256 tokens, all at once and in chunks of 16-64 tokens.
+// bias, 8 to 256 tokens, all at once and in chunks of 16-64 tokens (the last chunk partial too).
 #include <fp4fuse/epilogue/host_twin.cuh>
 #include <fp4fuse/epilogue/wgmma_swap_ab.cuh>
 
@@ -20,35 +20,36 @@ namespace {
 
 using layout_t = fp4fuse::scale_layout::swizzled_128x4;
 using il8 = fp4fuse::gate_up::interleaved<8>;
-constexpr int row_floats = fp4fuse::detail::swap_ab_row_floats;
-
-/// The scratch index of register i of thread t, as the adapter stores it.
-template <int Tokens>
-int scratch_index(int t, int i) {
+/// The scratch index of register i of fragment f of thread t, as the adapter stores it.
+template <int Tokens, int Fragments>
+int scratch_index(int t, int f, int i) {
   using frag = fp4fuse::wgmma_m64nN_f32_fragment<Tokens>;
-  return frag::col(t, i) * row_floats + frag::row(t, i);
+  return frag::col(t, i) * fp4fuse::detail::swap_ab_row_floats<Fragments> + 64 * f + frag::row(t, i);
 }
 
-template <int Tokens>
+template <int Tokens, int Fragments = 1>
 void check_scratch_map() {
-  INFO(Tokens << " tokens");
+  INFO(Tokens << " tokens, " << Fragments << " fragments");
+  constexpr int row_floats = fp4fuse::detail::swap_ab_row_floats<Fragments>;
   std::set<int> slots;
   for (int t = 0; t < 128; ++t)
-    for (int i = 0; i < Tokens / 2; ++i) slots.insert(scratch_index<Tokens>(t, i));
-  CHECK(slots.size() == static_cast<std::size_t>(64 * Tokens));  // every (token, gate/up column) once
-  CHECK(*slots.rbegin() < fp4fuse::wgmma_swap_ab_scratch_floats<Tokens>);
+    for (int f = 0; f < Fragments; ++f)
+      for (int i = 0; i < Tokens / 2; ++i) slots.insert(scratch_index<Tokens, Fragments>(t, f, i));
+  CHECK(slots.size() == static_cast<std::size_t>(64 * Fragments * Tokens));  // every (token, gate/up column) once
+  CHECK(*slots.rbegin() < fp4fuse::wgmma_swap_ab_scratch_floats<Tokens, Fragments>);
   for (int token : {0, Tokens - 1}) {
-    for (int c = 0; c < 64; ++c) CHECK(slots.count(token * row_floats + c) == 1);  // a token's row: its 64 columns in order
+    for (int c = 0; c < 64 * Fragments; ++c) CHECK(slots.count(token * row_floats + c) == 1);  // a token's row: its columns in order
   }
   int conflicted_stores = 0, conflicted_loads = 0;
   for (int w = 0; w < 4; ++w)
-    for (int i = 0; i < Tokens / 2; ++i) {
-      std::set<int> banks;
-      for (int lane = 0; lane < 32; ++lane) banks.insert(scratch_index<Tokens>(32 * w + lane, i) % 32);
-      conflicted_stores += banks.size() != 32;
-    }
-  for (int first = 0; first < Tokens; first += 8) {  // a quarter warp's 16-byte loads: thread = token
-    for (int v = 0; v < 16; ++v) {
+    for (int f = 0; f < Fragments; ++f)
+      for (int i = 0; i < Tokens / 2; ++i) {
+        std::set<int> banks;
+        for (int lane = 0; lane < 32; ++lane) banks.insert(scratch_index<Tokens, Fragments>(32 * w + lane, f, i) % 32);
+        conflicted_stores += banks.size() != 32;
+      }
+  for (int first = 0; first < Tokens; first += 8) {  // a quarter warp's 16-byte loads: eight tokens at one offset
+    for (int v = 0; v < 16 * Fragments; ++v) {
       std::set<int> units;
       for (int token = first; token < first + 8 && token < Tokens; ++token) units.insert(((token * row_floats) / 4 + v) % 8);
       conflicted_loads += units.size() != static_cast<std::size_t>(std::min(8, Tokens - first));
@@ -68,7 +69,7 @@ constexpr int scratch_tokens = Chunk == 0 ? Tokens : Chunk;
 
 /// Two warpgroups per block, each its tile (tiles[2 * block + wg]; none beyond `count`), scratch
 /// from dynamic shared memory, named barrier 1 + wg; Chunk tokens at a time (0: all).
-template <int Tokens, int Chunk, class Op>
+template <int Tokens, int Chunk, int Fragments, class Op>
 __global__ void swap_ab_kernel(Op op, const float* gu, std::int64_t rows, std::int64_t gu_cols, const tile* tiles, int count) {
   extern __shared__ __align__(16) float scratch[];
   using frag = fp4fuse::wgmma_m64nN_f32_fragment<Tokens>;
@@ -76,22 +77,29 @@ __global__ void swap_ab_kernel(Op op, const float* gu, std::int64_t rows, std::i
   const int index = 2 * static_cast<int>(blockIdx.x) + wg;
   if (index >= count) return;  // the whole warpgroup: the adapter is warpgroup-collective
   const tile at = tiles[index];
-  float acc[Tokens / 2];
+  float acc[Fragments][Tokens / 2];
 #pragma unroll
-  for (int i = 0; i < Tokens / 2; ++i) {
-    const std::int64_t row = at.token0 + frag::col(t, i), col = at.col0 + frag::row(t, i);
-    acc[i] = row < rows && col < gu_cols ? gu[row * gu_cols + col] : 1e4f;  // beyond the matrix: a value that would show
+  for (int f = 0; f < Fragments; ++f) {
+#pragma unroll
+    for (int i = 0; i < Tokens / 2; ++i) {
+      const std::int64_t row = at.token0 + frag::col(t, i), col = at.col0 + 64 * f + frag::row(t, i);
+      acc[f][i] = row < rows && col < gu_cols ? gu[row * gu_cols + col] : 1e4f;  // beyond the matrix: a value that would show
+    }
   }
-  fp4fuse::wgmma_swap_ab_epilogue<Chunk>(op, acc, {at.token0, at.col0},
-                                         scratch + wg * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>>, 1 + wg);
+  float* mine = scratch + wg * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>, Fragments>;
+  if constexpr (Fragments == 1) {
+    fp4fuse::wgmma_swap_ab_epilogue<Chunk>(op, acc[0], {at.token0, at.col0}, mine, 1 + wg);
+  } else {
+    fp4fuse::wgmma_swap_ab_epilogue<Chunk>(op, acc, {at.token0, at.col0}, mine, 1 + wg);
+  }
 }
 
-template <int Tokens, int Chunk, class Format, class Intermediate, class Activation>
+template <int Tokens, int Chunk, class Format, class Intermediate, int Fragments = 1, class Activation>
 void check_device(std::int64_t rows, std::int64_t I, const Activation& act, bool with_bias, const char* salt) {
   constexpr int bs = Format::block_size;
   auto g = rng(salt);
   constexpr int per_pass = scratch_tokens<Tokens, Chunk>;
-  INFO(salt << ": " << Tokens << " tokens (" << per_pass << " at a time), M = " << rows << ", I = " << I << (with_bias ? ", bias" : ""));
+  INFO(salt << ": " << Tokens << " tokens (" << per_pass << " at a time), " << Fragments << " fragments, M = " << rows << ", I = " << I << (with_bias ? ", bias" : ""));
   const std::vector<float> gu = make_matrix(rows, 2 * I, 2 * I, g, 3.0f);
   const column_bias_case bias_case = make_column_bias(gu, rows, 2 * I, g, with_bias);
   float m = 0.0f;
@@ -130,7 +138,12 @@ void check_device(std::int64_t rows, std::int64_t I, const Activation& act, bool
           acc, {at.token0, at.col0});
     }
   }
-  // The device: the same tiles, two per block.
+  // The device: the same tiles (of 64 * Fragments gate/up columns), two per block.
+  if (Fragments > 1) {
+    tiles.clear();
+    for (std::int64_t r0 = 0; r0 < layout.padded_rows(); r0 += Tokens)
+      for (std::int64_t c0 = 0; c0 < gu_cols; c0 += 64 * Fragments) tiles.push_back({r0, c0});
+  }
   device_buffer d_gu(gu.size() * sizeof(float)), d_bias(std::max<std::size_t>(bias_case.bias.size(), 1) * sizeof(float));
   device_buffer d_tiles(tiles.size() * sizeof(tile)), d_packed(packed_bytes), d_scales(scale_bytes), d_amax(sizeof(float));
   d_gu.upload(gu.data(), gu.size() * sizeof(float));
@@ -139,9 +152,9 @@ void check_device(std::int64_t rows, std::int64_t I, const Activation& act, bool
   FP4FUSE_TEST_CUDA(cudaMemset(d_amax.as<float>(), 0, sizeof(float)));
   const fp4fuse::quantized_matrix<Format, layout_t> dev_out{d_packed.as<std::uint8_t>(), ld_packed, d_scales.as<std::uint8_t>(), layout};
   const int blocks = static_cast<int>((tiles.size() + 1) / 2);
-  const std::size_t smem = 2 * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>> * sizeof(float);
+  const std::size_t smem = 2 * fp4fuse::wgmma_swap_ab_scratch_floats<scratch_tokens<Tokens, Chunk>, Fragments> * sizeof(float);
   const auto launch = [&](auto op) {
-    auto* kernel = &swap_ab_kernel<Tokens, Chunk, decltype(op)>;
+    auto* kernel = &swap_ab_kernel<Tokens, Chunk, Fragments, decltype(op)>;
     FP4FUSE_TEST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<blocks, 256, smem>>>(op, d_gu.as<float>(), rows, 2 * I, d_tiles.as<tile>(), static_cast<int>(tiles.size()));
     FP4FUSE_TEST_LAUNCHED();
@@ -174,6 +187,8 @@ TEST_CASE("wgmma_swap_ab_epilogue: the scratch map is a bijection onto token row
   check_scratch_map<64>();
   check_scratch_map<136>();
   check_scratch_map<256>();
+  check_scratch_map<144, 2>();  // two fragments: rows of 132 floats
+  check_scratch_map<32, 2>();
 }
 
 TEST_CASE("wgmma_swap_ab_epilogue [gpu]: two warpgroups per block write the host twin's bytes, padding and amax included, chunked or not",
@@ -193,6 +208,10 @@ TEST_CASE("wgmma_swap_ab_epilogue [gpu]: two warpgroups per block write the host
       // Chunks of the tokens through a smaller scratch: the same bytes.
       check_device<128, 32, nv, fp32>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 128 in chunks of 32");
       check_device<256, 64, nv, bf16>(rows, I, fp4fuse::activation::swiglu{}, false, "swap-AB 256 in chunks of 64");
+      check_device<144, 64, nv, fp32>(rows, I, fp4fuse::activation::swiglu{}, true, "swap-AB 144 in chunks of 64 (the last of 16)");
+      // Two fragments (128 gate/up columns) through one scratch.
+      check_device<144, 32, nv, fp32, 2>(rows, I, fp4fuse::activation::swiglu_clamped{}, true, "swap-AB 2 x 144 in chunks of 32");
+      check_device<64, 0, mx, bf16, 2>(rows, I, fp4fuse::activation::swiglu{}, false, "swap-AB mx 2 x 64");
       check_device<48, 16, mx, fp32>(rows, I, fp4fuse::activation::geglu_tanh{}, true, "swap-AB mx 48 in chunks of 16");
     }
   }

@@ -64,6 +64,27 @@ TEST_CASE("MoE L1: the grouped schedule finds each unit's group, empty groups sk
   }
 }
 
+TEST_CASE("MoE L1: the swap-AB kernel's token chunks cover each expert's rows once, at widths of 16 up to 192", "[examples][moe]") {
+  for (int rows = 1; rows <= 2000; ++rows) {
+    constexpr int max_tokens = 192;
+    const int chunks = (rows + max_tokens - 1) / max_tokens;
+    int next = 0, widest = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const auto t = fp4fuse::gemm::sm90::detail::token_chunk_of<max_tokens>(rows, c);
+      INFO("rows " << rows << " chunk " << c << ": token0 " << t.token0 << " tokens " << t.tokens << " width " << t.width);
+      REQUIRE(t.token0 == next);  // contiguous, in order
+      REQUIRE(t.tokens >= 1);
+      REQUIRE((t.width % 16 == 0 && t.width >= t.tokens && t.width < t.tokens + 16 && t.width <= max_tokens));
+      REQUIRE(t.last == (c == chunks - 1));
+      next += t.tokens;
+      widest = std::max(widest, t.width);
+    }
+    REQUIRE(next == rows);  // every row once
+    // Balanced: no chunk is wider than the rows spread evenly, rounded up to 16.
+    CHECK(widest == (((rows + chunks - 1) / chunks + 15) / 16) * 16);
+  }
+}
+
 TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]") {
   for (int rows : {1, 512, 4096, 32768, 262144})
     for (int experts : {1, 8, 128, 256}) CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(rows, experts)));
@@ -110,6 +131,15 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, true, true}));    // the ping-pong's tiles are 128 x 128
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 4, true, true}));    // clusters of 1 or 2
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 1, true, true}));   // along N needs a cluster of 2
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, false, false, true}));  // swap-AB: up to 192 tokens x 128 W rows
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{256, 128, 1, false, false, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 256, 1, false, false, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, false, true}));  // a cluster of 2 along N only
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true, true}));
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 1, true, false, true}));  // swap-AB ping-pong: up to 160 tokens
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 2, true, true, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, true, false, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 1, false, false, true}));
 }
 
 TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[examples][moe]") {
@@ -234,7 +264,7 @@ struct grouped_problem {
 /// 192 x 128 tiles: against those, its cooperative 128 x 128 ones, whose accumulators are the same
 /// chain of wgmma per element (the bits must not depend on the tile).
 fp4fuse::gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
-  if (p.block_m == 192) return {128, 1, 0, 1, 0, 2, 128};
+  if (p.block_m == 192 || p.swap_ab) return {128, 1, 0, 1, 0, 2, 128};  // and the swap-AB kernels' (their tokens as wgmma's N)
   fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
   return d;
 }
@@ -317,7 +347,7 @@ void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bia
                  const Activation& act, const char* what) {
   INFO(what << ": E=" << counts.size() << " H=" << H << " I=" << I << (bias ? " bias" : "") << (per_expert ? " per-expert S" : "")
             << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
-            << (plan.pingpong ? " ping-pong" : ""));
+            << (plan.pingpong ? " ping-pong" : "") << (plan.swap_ab ? " swap-AB" : ""));
   grouped_problem<Start> p(counts, H, I, 7, bias, per_expert, rng(what)());
   const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
   INFO(r.message());
@@ -332,7 +362,8 @@ bool grouped_runs_here() { return sm90_engine_here(fp4fuse::gemm::detail::wgmma_
 
 const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
                                   {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true},
-                                  {128, 128, 2, true, true}, {192, 128, 2, false, true}};
+                                  {128, 128, 2, true, true}, {192, 128, 2, false, true}, {192, 128, 1, false, false, true},
+                                  {192, 128, 2, false, true, true}, {160, 128, 1, true, false, true}, {160, 128, 2, true, true, true}};
 
 }  // namespace
 
@@ -379,7 +410,7 @@ namespace {
 template <class Start>
 void check_bands_without_memset(const std::vector<std::int32_t>& counts, const grouped_plan& plan, const char* what) {
   INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
-            << (plan.pingpong ? " ping-pong" : ""));
+            << (plan.pingpong ? " ping-pong" : "") << (plan.swap_ab ? " swap-AB" : ""));
   grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
   using nvfp4 = gmoe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
   const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
@@ -538,5 +569,25 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
     }
     // Rows beyond the routed ones: untouched.
     CHECK(std::all_of(got_gu.begin() + std::ptrdiff_t(p.rows) * p.N * 2, got_gu.end(), [](unsigned char c) { return c == poison; }));
+  }
+}
+
+TEST_CASE("MoE L1 [gpu]: the swap-AB plan refuses the BF16 flows with a sentence, writing nothing", "[gpu][examples][moe]") {
+  if (!grouped_runs_here()) return;
+  grouped_problem<offset_bound> p({3, 0, 40}, 128, 64, 3, false, false, rng("moe swap-AB bf16")());
+  device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);
+  const grouped_plan swap{192, 128, 1, false, false, true};
+  const int* offs = p.d_offsets.as<std::int32_t>();
+  for (const fp4fuse::result& r : {gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &swap),
+                                   gmoe::run_swiglu_bf16(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I}, fp4fuse::activation::swiglu{},
+                                                         p.E, offs, nullptr, &swap)}) {
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::bad_shape);
+    CHECK(std::string(r.message()).find("the swap-AB kernel takes the fused NVFP4 epilogue only") != std::string::npos);
+  }
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  for (const device_buffer* b : {&gu, &h}) {
+    const auto bytes = b->download();
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == poison; }));
   }
 }

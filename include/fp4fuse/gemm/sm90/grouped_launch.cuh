@@ -4,10 +4,75 @@
 #include <cuda/cmath>
 #include <algorithm>
 
+#include <atomic>
+
 #include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
 #include "fp4fuse/gemm/sm90/launch.cuh"
+#include "fp4fuse/gemm/sm90/swap_ab.cuh"
 
 namespace fp4fuse::gemm::sm90 {
+
+namespace detail {
+/// Launches the swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit: X's tensor map
+/// in boxes of x_box_rows rows, W's in 128-row boxes, one CTA per SM (at most `units`).
+template <int MaxTokens, int Cluster, bool Pingpong, class Schedule, class Epilogue>
+result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const params& prm, const grouped_arguments& args, int units, int device,
+                      int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows) {
+  using cfg = std::conditional_t<Pingpong, swap_ab_config<MaxTokens, MaxTokens, 32, 2>, swap_ab_config<MaxTokens>>;
+  const char* entry = "fp4fuse::gemm::sm90::launch_grouped (swap-AB)";
+  auto* kernel = [] {
+    if constexpr (Pingpong) {
+      return &gemm_swap_ab_pingpong_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
+    } else {
+      return &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
+    }
+  }();
+  cudaLaunchConfig_t launch{};
+  cudaLaunchAttribute cluster_dims{};
+  cluster_dims.id = cudaLaunchAttributeClusterDimension;
+  cluster_dims.val.clusterDim.x = Cluster;
+  cluster_dims.val.clusterDim.y = 1;
+  cluster_dims.val.clusterDim.z = 1;
+  launch.blockDim = dim3(cfg::threads);
+  launch.dynamicSmemBytes = cfg::smem_bytes;
+  launch.stream = stream;
+  launch.attrs = &cluster_dims;
+  launch.numAttrs = 1;
+  static std::atomic<int> resident_per_device[64];  // clusters resident at once; 0: not known yet
+  if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, entry);
+  int resident = resident_per_device[device].load(std::memory_order_relaxed);
+  if (resident == 0) {
+    if (const result image = fp4fuse::check_kernel_image(kernel, entry); !image) return image;
+  }
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  if (resident == 0) {
+    resident = sms / Cluster;
+    if constexpr (Cluster > 1) {
+      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
+      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+      if (resident < 1) return fp4fuse::cuda_failure(cudaErrorInvalidConfiguration, entry);
+    }
+    resident_per_device[device].store(resident, std::memory_order_relaxed);
+  }
+  CUtensorMap tma_x{}, tma_w{};
+  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), cfg::x_box_rows);
+  if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows, cfg::block_n);
+  if (err != cudaSuccess) {
+    result r = result::with(status::cuda_error, "%s: the TMA tensor maps of X [%d, %d] and W could not be encoded", entry, prm.M, prm.K);
+    r.cuda = err;
+    return r;
+  }
+  launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
+  if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB %s up to %d tokens x 128 W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", MaxTokens, Cluster, cfg::stages, units, launch.gridDim.x);
+  }
+  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, args);
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  return fp4fuse::launch_result(entry);
+}
+}  // namespace detail
 
 /// Launches the grouped GEMM: for every group g, D_g = X[offsets[g] : offsets[g+1]] * W_g^T with
 /// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). The
@@ -30,13 +95,28 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
   const params prm{rows, N, K, 1, nullptr, nullptr};
   const grouped_arguments args{offsets, groups};
+  const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
+  using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
+  if (p.swap_ab) {
+    if constexpr (!detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
+      return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
+    } else {
+      // An upper bound of the units: every group's token chunks times its W blocks (pairs of them in a cluster).
+      const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, 128), p.cluster);
+      const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
+      if (p.pingpong) {
+        if (p.cluster == 2) return detail::launch_swap_ab<160, 2, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+        return detail::launch_swap_ab<160, 1, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      }
+      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      return detail::launch_swap_ab<192, 1, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+    }
+  }
   // An upper bound of the units: every group's row blocks, rounded up per group.
   const int tiles_n = cuda::ceil_div(N, p.block_n);
   const int cluster_m = p.along_n ? 1 : p.cluster, cluster_n = p.along_n ? p.cluster : 1;
   const long long bound = (static_cast<long long>(rows) / p.block_m / cluster_m + groups + 1) * cuda::ceil_div(tiles_n, cluster_n);
   const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
-  const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
-  using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
   return grouped_kernels::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
     return launch_tiles<decltype(shape), schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
   });
