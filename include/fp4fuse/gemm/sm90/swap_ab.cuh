@@ -47,15 +47,15 @@ struct swap_ab_config {
   static constexpr int block_n = 128;       ///< the schedule's tile columns: W rows per unit
   static constexpr int consumers = 2;       ///< consumer warpgroups, 64 W rows each
   static constexpr int threads = 384;       ///< the producer warpgroup and the consumers
-  static constexpr int producer_registers = 40;
-  static constexpr int consumer_registers = 232;
+  static constexpr int producer_registers = 40;   ///< the producer's registers after setmaxnreg
+  static constexpr int consumer_registers = 232;  ///< the consumers' registers after setmaxnreg
   static constexpr int consumer_n = Tokens;        ///< wgmma's N (mainloop.cuh)
   static constexpr int registers = Tokens / 2;     ///< accumulators per consumer thread
   static constexpr int x_box_rows = 32;            ///< X's TMA box
   static constexpr int chunk_tokens = ChunkTokens;  ///< tokens per pass of the epilogue's scratch
   static constexpr int a_stage_bytes = block_n * block_k * 2;  ///< one W tile
   static constexpr int b_stage_bytes = MaxTokens * block_k * 2;  ///< one X tile (MaxTokens rows)
-  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
+  static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects at most)
   /// Fragments a consumer holds: 1 in the cooperative kernel (its 64 W rows), 2 in the ping-pong one.
   static constexpr int fragments = Fragments;
   /// The epilogue's scratch, both consumers'.
@@ -66,7 +66,7 @@ struct swap_ab_config {
   static constexpr int stages = static_cast<int>((max_smem_per_cta - 14 * 1024 - scratch_bytes - 1024 - 256) / stage_bytes);
   /// The ring, its barriers and hand-off bytes (ring.cuh), then the scratch.
   static constexpr std::size_t smem_bytes = std::size_t(stages) * stage_bytes + 1024 + 2 * stages * 8 + 16 + scratch_bytes;
-  static constexpr bool skips_empty_fragments = false;
+  static constexpr bool skips_empty_fragments = false;  ///< the grouped schedule's question: no (the tokens set the width instead)
   static_assert(stages >= 3, "swap_ab_config: the ring needs three stages or more");
   static_assert(a_stage_bytes % 1024 == 0 && b_stage_bytes % 1024 == 0, "swap_ab_config: ring tiles on the swizzle's 1024-byte period");
   static_assert(smem_bytes <= max_smem_per_cta, "swap_ab_config: the ring and the scratch must fit in a CTA's shared memory");
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
 ///                                                                                      fp4fuse::activation::swiglu>, false>>;
 /// \endcode
 template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
-__global__ void __launch_bounds__(swap_ab_config<MaxTokens, MaxTokens, 32, 2>::threads, 1)
+__global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 32, 2>::threads), 1)  // parenthesized: Doxygen drops the comment at an unbracketed comma
     gemm_swap_ab_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
                                  Epilogue epi, typename Schedule::arguments sched_args) {
 #if FP4FUSE_ARCH_IS_SM90A
