@@ -56,27 +56,23 @@ namespace detail {
 /// output (W rows 16w + t % 32 / 4 and + 8 of warp w) for one token, so each thread computes its
 /// activations in place; a block's 16 outputs of a token lie in 8 lanes (t % 32 / 4 = 0..7) of a
 /// pair of warps (w, w ^ 1). The amax: the codec's `combine_amax` over the 8 lanes by shuffles,
-/// then with the partner warp's through `exchange` (4 * Fragments * tokens floats); each of the 8
-/// lanes computes the block scale (`scale_for`) of one token in eight and hands its multiplier to
-/// the others by a shuffle, every lane encodes its own value (`e2m1_encode` of the product with the
-/// multiplier, as `encode_scaled` does per element), and the 8 lanes gather the warp's 4 bytes of
-/// the block by shuffles for one lane to store. The bytes are
+/// then with the partner warp's through `exchange` (4 * Fragments * tokens floats); every lane
+/// then takes the block's scale (`scale_for`) and encodes its own value (`e2m1_encode` of the
+/// product with the multiplier, as `encode_scaled` does per element); the 8 lanes gather the
+/// warp's 4 bytes of the block by shuffles and one lane stores them. (Each lane computing the
+/// scale of all its values costs 16 `scale_for` per block: engine12.md measured the form, and
+/// commit df299a9 has one that shares them, not yet run on a GPU.) The bytes are
 /// `block_codec::quantize`'s (max is commutative and associative, NaN losing either way).
 template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Fragments, int Registers>
 FP4FUSE_DEVICE void swap_ab_epilogue_in_registers(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
                                                   const float (&acc)[Fragments][Registers], tile_origin origin, float* exchange, int barrier) {
   constexpr int tokens = 2 * Registers;
   constexpr int pairs = Registers / 2;  // (gate, up) pairs per fragment: one per token of the thread
-  constexpr int groups = (pairs + 7) / 8;  // groups of 8 tokens: lane quad q takes the scale of token 8g + q
   const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const int thread = static_cast<int>(linear_thread % 128), warp = thread / 32, lane = thread % 32;
   const int quad = lane / 4, pos = lane % 4;  // the output within the warp's 8, the token pair
+  const auto& out = op.sink.out;
   const auto& codec = op.codec;
-  const auto layout = op.sink.out.layout;
-  cuda::std::uint8_t* const packed = op.sink.out.packed;
-  cuda::std::uint8_t* const scales = op.sink.out.scales;
-  const cuda::std::int64_t ld_packed = op.sink.out.ld_packed, rows = layout.rows, scale_cols = layout.scale_cols;
-  const cuda::std::int64_t padded_rows = layout.padded_rows(), padded_cols = layout.padded_cols();
   float h[Fragments][pairs], amax_part[Fragments][pairs];
   FP4FUSE_UNROLL
   for (int f = 0; f < Fragments; ++f) {
@@ -88,15 +84,9 @@ FP4FUSE_DEVICE void swap_ab_epilogue_in_registers(const fused_epilogue<Format, S
       float a = codec.combine_amax(0.0f, abs_float(h[f][k]));
       a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
       a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 8));
-      amax_part[f][k] = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));
-    }
-  }
-  // After the activations, so that no store comes between their loads (a bias) and the loop.
-  if (quad == 0) {
-    FP4FUSE_UNROLL
-    for (int f = 0; f < Fragments; ++f) {
-      FP4FUSE_UNROLL
-      for (int k = 0; k < pairs; ++k) exchange[(warp * Fragments + f) * tokens + 8 * (k / 2) + 2 * pos + k % 2] = amax_part[f][k];
+      a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));
+      amax_part[f][k] = a;
+      if (quad == 0) exchange[(warp * Fragments + f) * tokens + 8 * (k / 2) + 2 * pos + k % 2] = a;
     }
   }
   swap_ab_warpgroup_sync(barrier);
@@ -104,41 +94,25 @@ FP4FUSE_DEVICE void swap_ab_epilogue_in_registers(const fused_epilogue<Format, S
   FP4FUSE_UNROLL
   for (int f = 0; f < Fragments; ++f) {
     const cuda::std::int64_t block = origin.gate_up_col / (2 * Format::block_size) + 2 * f + warp / 2;
-    float block_amax[pairs];
     FP4FUSE_UNROLL
     for (int k = 0; k < pairs; ++k) {
-      block_amax[k] = codec.combine_amax(amax_part[f][k], exchange[((warp ^ 1) * Fragments + f) * tokens + 8 * (k / 2) + 2 * pos + k % 2]);
-    }
-    FP4FUSE_UNROLL
-    for (int g = 0; g < groups; ++g) {
-      // Lane quad q computes the scale of token pair 8g + q (the 8 lanes share the block's amax), then
-      // each lane takes the multiplier of each of its 8 values from the lane that computed it.
-      float mine = block_amax[8 * g];
-      FP4FUSE_UNROLL
-      for (int q = 1; q < 8; ++q) {
-        if (8 * g + q < pairs && quad == q) mine = block_amax[8 * g + q];
+      const int token = 8 * (k / 2) + 2 * pos + k % 2;
+      const float block_amax = codec.combine_amax(amax_part[f][k], exchange[((warp ^ 1) * Fragments + f) * tokens + token]);
+      const block_scale s = codec.scale_for(block_amax);
+      cuda::std::uint32_t word = static_cast<cuda::std::uint32_t>(e2m1_encode(h[f][k] * s.multiplier)) << (4 * quad);
+      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 4);
+      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 8);
+      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 16);
+      const cuda::std::int64_t row = origin.row + token;
+      const bool inside = row < out.rows() && block < out.layout.scale_cols;
+      if (quad == 0 && inside) {
+        *reinterpret_cast<cuda::std::uint32_t*>(out.packed + row * out.ld_packed + block * (Format::block_size / 2) + 4 * (warp % 2)) = word;
       }
-      const block_scale s = codec.scale_for(mine);
-      FP4FUSE_UNROLL
-      for (int q = 0; q < 8 && 8 * g + q < pairs; ++q) {
-        const int k = 8 * g + q;
-        const int token = 8 * (k / 2) + 2 * pos + k % 2;
-        const float multiplier = __shfl_sync(0xFFFFFFFFu, s.multiplier, 4 * q + pos);
-        cuda::std::uint32_t word = static_cast<cuda::std::uint32_t>(e2m1_encode(h[f][k] * multiplier)) << (4 * quad);
-        word |= __shfl_xor_sync(0xFFFFFFFFu, word, 4);
-        word |= __shfl_xor_sync(0xFFFFFFFFu, word, 8);
-        word |= __shfl_xor_sync(0xFFFFFFFFu, word, 16);
-        const cuda::std::int64_t row = origin.row + token;
-        const bool inside = row < rows && block < scale_cols;
-        if (quad == 0 && inside) {
-          *reinterpret_cast<cuda::std::uint32_t*>(packed + row * ld_packed + block * (Format::block_size / 2) + 4 * (warp % 2)) = word;
-        }
-        if (quad == q && warp % 2 == 0 && row < padded_rows && block < padded_cols) {
-          scales[layout.offset(row, block)] = inside ? s.code : cuda::std::uint8_t{0};
-        }
-        if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-          if (inside) amax = max_num(amax, abs_float(h[f][k]));
-        }
+      if (quad == 0 && warp % 2 == 0 && row < out.layout.padded_rows() && block < out.layout.padded_cols()) {
+        out.scales[out.layout.offset(row, block)] = inside ? s.code : cuda::std::uint8_t{0};
+      }
+      if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
+        if (inside) amax = max_num(amax, abs_float(h[f][k]));
       }
     }
   }
