@@ -13,7 +13,7 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER PINGPONG [MIN_T]]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]]
 //             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
@@ -166,10 +166,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--force names no grouped kernel\n");
         return 2;
       }
-    } else if (a == "--candidate-swap-ab") {  // the swap-AB kernel (ping-pong or not) in clusters of CLUSTER (fused flow only), from T = the optional value on
+    } else if (a == "--candidate-swap-ab") {  // the swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
       const int cl = std::atoi(next());
-      const bool pp = std::atoi(next()) != 0;
-      candidate = fp4fuse::gemm::sm90::grouped_plan{pp ? 160 : 192, 128, cl, pp, cl == 2, true};
+      candidate = fp4fuse::gemm::sm90::grouped_plan{192, 128, cl, false, cl == 2, true};
       if (i + 1 < argc && argv[i + 1][0] != '-') candidate_min_T = std::atoi(next());
       has_candidate = true;
     } else if (a == "--candidate") {

@@ -15,18 +15,12 @@ namespace fp4fuse::gemm::sm90 {
 namespace detail {
 /// Launches the swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit: X's tensor map
 /// in boxes of x_box_rows rows, W's in 128-row boxes, one CTA per SM (at most `units`).
-template <int MaxTokens, int Cluster, bool Pingpong, class Schedule, class Epilogue>
+template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
 result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const params& prm, const grouped_arguments& args, int units, int device,
                       int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows) {
-  using cfg = std::conditional_t<Pingpong, swap_ab_config<MaxTokens, MaxTokens, 32, 2>, swap_ab_config<MaxTokens>>;
+  using cfg = swap_ab_config<MaxTokens>;
   const char* entry = "fp4fuse::gemm::sm90::launch_grouped (swap-AB)";
-  auto* kernel = [] {
-    if constexpr (Pingpong) {
-      return &gemm_swap_ab_pingpong_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
-    } else {
-      return &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
-    }
-  }();
+  auto* kernel = &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
   cudaLaunchConfig_t launch{};
   cudaLaunchAttribute cluster_dims{};
   cluster_dims.id = cudaLaunchAttributeClusterDimension;
@@ -65,8 +59,8 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   }
   launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB %s up to %d tokens x 128 W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
-                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", MaxTokens, Cluster, cfg::stages, units, launch.gridDim.x);
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB up to %d tokens x 128 W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
+                 prm.M, prm.N, prm.K, MaxTokens, Cluster, cfg::stages, units, launch.gridDim.x);
   }
   err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, args);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
@@ -104,12 +98,8 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
       // An upper bound of the units: every group's token chunks times its W blocks (pairs of them in a cluster).
       const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, 128), p.cluster);
       const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
-      if (p.pingpong) {
-        if (p.cluster == 2) return detail::launch_swap_ab<160, 2, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-        return detail::launch_swap_ab<160, 1, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-      }
-      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-      return detail::launch_swap_ab<192, 1, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      return detail::launch_swap_ab<192, 1, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
     }
   }
   // An upper bound of the units: every group's row blocks, rounded up per group.

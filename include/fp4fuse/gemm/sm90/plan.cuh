@@ -350,9 +350,9 @@ struct grouped_plan {
   int cluster = 1;        ///< CTAs per cluster (1 or 2)
   bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
   bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128 and cooperative 192 x 128): pairs of column tiles share the X tile by multicast
-  /// The swap-AB kernels (swap_ab.cuh; the fused NVFP4 epilogue only): W's 128 gate/up rows by up
-  /// to `block_m` tokens per unit (cooperative 192, ping-pong 160), at the width each expert's rows
-  /// need; block_n 128, cluster 1, or 2 along N (`along_n`: pairs of W blocks share the X tile).
+  /// The swap-AB kernel (swap_ab.cuh; the fused NVFP4 epilogue only): W's 128 gate/up rows by up
+  /// to `block_m` = 192 tokens per unit, at the width each expert's rows need; block_n 128,
+  /// cooperative, cluster 1, or 2 along N (`along_n`: pairs of W blocks share the X tile).
   bool swap_ab = false;
   /// The dispatch table's key of this plan.
   /// \code
@@ -374,10 +374,7 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
 /// static_assert(fp4fuse::gemm::sm90::valid({}) && !fp4fuse::gemm::sm90::valid({64, 48}));  // 128 x 256: yes; 64 x 48: no grouped kernel
 /// \endcode
 inline constexpr bool valid(const grouped_plan& p) {
-  if (p.swap_ab) {
-    return (p.pingpong ? p.block_m == 160 : p.block_m == 192) && p.block_n == 128 && (p.cluster == 1 || p.cluster == 2) &&
-           p.along_n == (p.cluster == 2);
-  }
+  if (p.swap_ab) return p.block_m == 192 && p.block_n == 128 && !p.pingpong && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
   return grouped_kernels::contains(p.key());
 }
 

@@ -37,8 +37,9 @@ namespace fp4fuse::gemm::sm90 {
 /// depend on it); `ChunkTokens`: the epilogue's tokens per pass through its scratch, `Fragments`
 /// the fragments of 64 W rows a consumer holds (the scratch's width). The ring's "a"
 /// tiles are W's (wgmma's A), its "b" tiles X's. X arrives in boxes of `x_box_rows` rows, as many
-/// as the unit's tokens need. The cooperative kernel gives each consumer warpgroup 64 W rows of
-/// the tile; the ping-pong kernel gives each its own tiles (two fragments of 64 W rows).
+/// as the unit's tokens need. The kernel gives each consumer warpgroup 64 W rows of the tile (a
+/// ping-pong form, each consumer whole tiles as two fragments, was measured and removed:
+/// bench/results/engine12.md).
 template <int MaxTokens, int Tokens = MaxTokens, int ChunkTokens = (MaxTokens <= 192 ? 64 : 32), int Fragments = 1>
 struct swap_ab_config {
   static_assert(MaxTokens % 32 == 0 && MaxTokens >= 64 && MaxTokens <= 256, "swap_ab_config: MaxTokens a multiple of 32 in [64, 256]");
@@ -56,7 +57,7 @@ struct swap_ab_config {
   static constexpr int a_stage_bytes = block_n * block_k * 2;  ///< one W tile
   static constexpr int b_stage_bytes = MaxTokens * block_k * 2;  ///< one X tile (MaxTokens rows)
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects at most)
-  /// Fragments a consumer holds: 1 in the cooperative kernel (its 64 W rows), 2 in the ping-pong one.
+  /// Fragments a consumer holds (the epilogue's scratch width): 1, its 64 W rows.
   static constexpr int fragments = Fragments;
   /// The epilogue's scratch, both consumers'.
   static constexpr std::size_t scratch_bytes =
@@ -212,88 +213,6 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
-  if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
-#else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
-  __trap();  // built for a target without wgmma: never write nothing silently
-#endif
-}
-
-/// The swap-AB ping-pong kernel: each consumer warpgroup runs whole units (128 W rows as two
-/// fragments of 64 by the chunk's tokens) and the two take alternate units, so one runs its
-/// epilogue while the other keeps the tensor cores busy (gemm_pingpong_kernel's order barriers:
-/// a consumer starts a mainloop only after the other has passed the end of its previous one).
-/// Its accumulators are twice the cooperative kernel's per token: up to MaxTokens = 160 tokens.
-/// \code
-/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_pingpong_kernel<160, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
-///     fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound,
-///                                                                                      fp4fuse::activation::swiglu>, false>>;
-/// \endcode
-template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
-__global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 32, 2>::threads), 1)  // parenthesized: Doxygen drops the comment at an unbracketed comma
-    gemm_swap_ab_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
-                                 Epilogue epi, typename Schedule::arguments sched_args) {
-#if FP4FUSE_ARCH_IS_SM90A
-  static_assert(MaxTokens <= 160, "gemm_swap_ab_pingpong_kernel: two fragments of up to 160 tokens (the accumulators of a thread)");
-  static_assert(Cluster == 1 || Cluster == 2, "gemm_swap_ab_pingpong_kernel: clusters of 1 or 2 CTAs along W");
-  constexpr int chunk = 32;
-  using cfg = swap_ab_config<MaxTokens, MaxTokens, chunk, 2>;
-  static_assert(detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
-                "gemm_swap_ab_pingpong_kernel: an epilogue with the swap-AB form (swiglu_nvfp4)");
-  extern __shared__ unsigned char smem_raw[];
-  const detail::ring<cfg> ring(smem_raw);
-  auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  float* scratch = reinterpret_cast<float*>(static_cast<unsigned char*>(ring.hand_off) + 16);
-  const typename Schedule::template cta<cfg, Cluster, Cluster == 2> sched(prm, sched_args, 1);  // all threads together
-  const int k_iters = sched.k_iters;
-  const int warpgroup = detail::warpgroup_index();
-  if (threadIdx.x == 0) {
-    detail::prefetch_tensor_map(tma_x);
-    detail::prefetch_tensor_map(tma_w);
-    detail::prefetch_epilogue(epi);
-    cuda::ptx::mbarrier_init(&order[0], 1);
-    cuda::ptx::mbarrier_init(&order[1], 1);
-  }
-  detail::init_ring<cfg, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA
-  if (warpgroup == 0) {
-    detail::setmaxnreg_dec<cfg::producer_registers>();
-    if (threadIdx.x == 0) detail::produce_swap_ab<cfg, Cluster>(ring, tma_x, tma_w, sched);
-  } else {
-    detail::setmaxnreg_inc<cfg::consumer_registers>();
-    const int consumer = warpgroup - 1;
-    const int thread = static_cast<int>(threadIdx.x % 128);
-    const bool leader = detail::warpgroup_leader();
-    float* my_scratch = scratch + consumer * wgmma_swap_ab_scratch_floats<chunk, 2>;
-    int position = consumer * k_iters;  // ring position of this consumer's next stage
-    std::uint32_t turn_phase = 0;
-    for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
-      if (position > 0) {  // every mainloop but the CTA's first waits for the other's to pass
-        detail::wait_parity(&order[consumer], turn_phase);
-        turn_phase ^= 1;
-      }
-      const work_unit u = sched.at(unit);
-      const detail::token_chunk c = detail::token_chunk_of<MaxTokens>(u.group_rows, u.m_blk);
-      const auto& tile_epi = detail::epilogue_for(epi, u);
-      const index_t col0 = static_cast<index_t>(u.n_blk) * cfg::block_n;
-      detail::with_width<MaxTokens>(c.width, [&](auto width) {
-        constexpr int N = decltype(width)::value;
-        using mma_cfg = swap_ab_config<MaxTokens, N, chunk, 2>;
-        const detail::ring<mma_cfg> r(smem_raw);  // the same layout: the ring does not depend on the width
-        const detail::mainloop<mma_cfg, Cluster, 2, 1> mma{detail::descriptor_low(r.a), detail::descriptor_low(r.b), leader, thread};
-        detail::ring_cursor cursor{position % cfg::stages, static_cast<std::uint32_t>(position / cfg::stages) & 1u};
-        float acc[2][N / 2];  // W rows 0..63 and 64..127 of the tile
-        decltype(mma)::clear(acc);
-        mma.run(r, acc, k_iters, cursor);
-        if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its stages arrived: the other may go
-        mma.drain(r, acc, k_iters, cursor);
-        tile_epi.template warpgroup_swap_ab<chunk>(acc, c.token0, col0, my_scratch, 1 + consumer);  // both fragments at once
-        if (c.last) {
-          tile_epi.warpgroup_padding_rows_from(c.token0 + N, col0);
-          tile_epi.warpgroup_padding_rows_from(c.token0 + N, col0 + 64);
-        }
-      }, std::make_integer_sequence<int, MaxTokens / 16>{});
-    }
-  }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
