@@ -13,8 +13,7 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T]] [--profile]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
@@ -50,9 +49,8 @@ struct no_swap_ab_epilogue {
   struct unit {
     template <int ChunkTokens, int Registers>
     __device__ void warpgroup_swap_ab(const float (&)[Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t, float*, int) const {}
-    template <int ChunkTokens, int Fragments, int Registers>
-    __device__ void warpgroup_swap_ab(const float (&)[Fragments][Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t, float*, int) const {}
-    __device__ void warpgroup_padding_rows_from(fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}
+    template <int N>
+    __device__ void warpgroup_beyond_rows(fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}
     // What the other grouped kernels, which launch_grouped also instantiates, call: nothing either.
     template <int Registers>
     __device__ void warpgroup(const float (&)[Registers], fp4fuse::gemm::index_t, fp4fuse::gemm::index_t) const {}

@@ -307,32 +307,6 @@ struct swiglu_nvfp4 {
   FP4FUSE_DEVICE void warpgroup_swap_ab(const float (&acc)[Registers], index_t token0, index_t col0, float* scratch, int barrier) const {
     fp4fuse::wgmma_swap_ab_epilogue<ChunkTokens>(op(), acc, {token0, col0}, scratch, barrier);
   }
-  /// The same on two fragments (W's 128 gate/up columns from `col0`; scratch of
-  /// `wgmma_swap_ab_scratch_floats<ChunkTokens, 2>` floats).
-  /// \code
-  /// __device__ void tile(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, const float (&acc)[2][72], fp4fuse::gemm::index_t token0,
-  ///                      fp4fuse::gemm::index_t col0, float* scratch) {
-  ///   epi.warpgroup_swap_ab<32>(acc, token0, col0, scratch, 1);  // 144 tokens x 64 outputs, 32 tokens at a time
-  /// }
-  /// \endcode
-  template <int ChunkTokens, int Fragments, int Registers>
-  FP4FUSE_DEVICE void warpgroup_swap_ab(const float (&acc)[Fragments][Registers], index_t token0, index_t col0, float* scratch,
-                                        int barrier) const {
-    fp4fuse::wgmma_swap_ab_epilogue<ChunkTokens>(op(), acc, {token0, col0}, scratch, barrier);
-  }
-  /// The scale padding (0x00) of the output rows from `row0` (at or beyond out.rows()) to the end of
-  /// their 128-row scale tile, in the 64 gate/up columns from `col0` (a multiple of 64): what a
-  /// swap-AB tile that ends before that tile's end leaves unwritten. Warpgroup-collective.
-  /// \code
-  /// __device__ void last_tokens(const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu>& epi, fp4fuse::gemm::index_t col0) {
-  ///   epi.warpgroup_padding_rows_from(144, col0);  // an output of 136 rows: rows 144..255 of 2 scale columns
-  /// }
-  /// \endcode
-  FP4FUSE_DEVICE void warpgroup_padding_rows_from(index_t row0, index_t col0) const {
-    constexpr index_t per_block = 2 * format::block_size;
-    fp4fuse::write_scale_padding_in(out.scales, out.layout, {row0, col0 / per_block, {padding_rows, 64 / per_block}},
-                                    static_cast<int>(threadIdx.x % 128), 128);
-  }
   /// The refusals of its output, global encode scale and bias (fp4fuse::gemm::gemm calls it before
   /// launching): `argument_checker::quantized` (packed and scales non-null, packed 8-byte aligned,
   /// ld_packed a multiple of 8 and >= cols / 2, scale columns > 0), S non-null and 4-byte aligned,

@@ -3,7 +3,6 @@
 // the grouped schedule (grouped_schedule.cuh) on the dense GEMM's kernels.
 #include <cuda/cmath>
 #include <algorithm>
-
 #include <atomic>
 
 #include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
@@ -21,50 +20,18 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   using cfg = swap_ab_config<MaxTokens>;
   const char* entry = "fp4fuse::gemm::sm90::launch_grouped (swap-AB)";
   auto* kernel = &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
-  cudaLaunchConfig_t launch{};
-  cudaLaunchAttribute cluster_dims{};
-  cluster_dims.id = cudaLaunchAttributeClusterDimension;
-  cluster_dims.val.clusterDim.x = Cluster;
-  cluster_dims.val.clusterDim.y = 1;
-  cluster_dims.val.clusterDim.z = 1;
-  launch.blockDim = dim3(cfg::threads);
-  launch.dynamicSmemBytes = cfg::smem_bytes;
-  launch.stream = stream;
-  launch.attrs = &cluster_dims;
-  launch.numAttrs = 1;
-  static std::atomic<int> resident_per_device[64];  // clusters resident at once; 0: not known yet
-  if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, entry);
-  int resident = resident_per_device[device].load(std::memory_order_relaxed);
-  if (resident == 0) {
-    if (const result image = fp4fuse::check_kernel_image(kernel, entry); !image) return image;
-  }
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg::smem_bytes));
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
-  if (resident == 0) {
-    resident = sms / Cluster;
-    if constexpr (Cluster > 1) {
-      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
-      if (resident < 1) return fp4fuse::cuda_failure(cudaErrorInvalidConfiguration, entry);
-    }
-    resident_per_device[device].store(resident, std::memory_order_relaxed);
-  }
+  static std::atomic<int> resident_per_device[64];  // 0: not known yet
+  persistent_launch<Cluster> launch;
+  if (const result r = launch.prepare(kernel, cfg::threads, cfg::smem_bytes, stream, device, sms, resident_per_device, entry); !r) return r;
   CUtensorMap tma_x{}, tma_w{};
-  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), cfg::x_box_rows);
+  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), cfg::x_box_rows);
   if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows, cfg::block_n);
-  if (err != cudaSuccess) {
-    result r = result::with(status::cuda_error, "%s: the TMA tensor maps of X [%d, %d] and W could not be encoded", entry, prm.M, prm.K);
-    r.cuda = err;
-    return r;
-  }
-  launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
+  if (err != cudaSuccess) return tensor_map_failure(err, entry, prm.M, prm.K);
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB up to %d tokens x 128 W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
-                 prm.M, prm.N, prm.K, MaxTokens, Cluster, cfg::stages, units, launch.gridDim.x);
+                 prm.M, prm.N, prm.K, MaxTokens, Cluster, cfg::stages, units, launch.grid(units));
   }
-  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, args);
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
-  return fp4fuse::launch_result(entry);
+  return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
 }  // namespace detail
 

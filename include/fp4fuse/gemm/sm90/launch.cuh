@@ -55,6 +55,78 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+namespace detail {
+/// One launch of a persistent sm_90a kernel in clusters of `Cluster` CTAs (launch_tiles and the
+/// swap-AB launcher): the launch configuration, the shared-memory opt-in on every call (cheap, and a
+/// context re-created by cudaDeviceReset starts without it), and once per kernel and device (kept
+/// in the caller's `cache` only when they succeed) the image check and the clusters resident at
+/// once, which bound the grid. Not copyable: the configuration points at its own attribute.
+template <int Cluster>
+class persistent_launch {
+ public:
+  persistent_launch() = default;
+  persistent_launch(const persistent_launch&) = delete;
+  persistent_launch& operator=(const persistent_launch&) = delete;
+  /// Prepares `kernel` with `threads` threads and `smem_bytes` of dynamic shared memory a CTA.
+  template <class Kernel>
+  result prepare(Kernel* kernel, unsigned threads, std::size_t smem_bytes, cudaStream_t stream, int device, int sms,
+                 std::atomic<int> (&cache)[64], const char* entry) {
+    cluster_dims_.id = cudaLaunchAttributeClusterDimension;
+    cluster_dims_.val.clusterDim.x = Cluster;
+    cluster_dims_.val.clusterDim.y = 1;
+    cluster_dims_.val.clusterDim.z = 1;
+    config_.blockDim = dim3(threads);
+    config_.dynamicSmemBytes = smem_bytes;
+    config_.stream = stream;
+    config_.attrs = &cluster_dims_;
+    config_.numAttrs = 1;
+    if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, entry);
+    resident_ = cache[device].load(std::memory_order_relaxed);
+    if (resident_ == 0) {
+      if (const result image = fp4fuse::check_kernel_image(kernel, entry); !image) return image;
+    }
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+    if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+    if (resident_ == 0) {
+      resident_ = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
+      if constexpr (Cluster > 1) {
+        config_.gridDim = dim3(static_cast<unsigned>(Cluster * resident_));
+        if ((err = cudaOccupancyMaxActiveClusters(&resident_, kernel, &config_)) != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+        if (resident_ < 1) return fp4fuse::cuda_failure(cudaErrorInvalidConfiguration, entry);
+      }
+      cache[device].store(resident_, std::memory_order_relaxed);
+    }
+    return {};
+  }
+  /// The clusters resident at once (after `prepare`).
+  int resident() const { return resident_; }
+  /// The grid for `units` work units: one cluster per unit, at most the resident clusters (CTAs).
+  unsigned grid(int units) const { return static_cast<unsigned>(Cluster * std::min(units, resident_)); }
+  /// Launches `kernel` (prepared) on grid(units) CTAs with `args`.
+  template <class Kernel, class... Args>
+  result launch(Kernel* kernel, int units, const char* entry, const Args&... args) {
+    config_.gridDim = dim3(grid(units));
+    if (const cudaError_t err = cudaLaunchKernelEx(&config_, kernel, args...); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+    return fp4fuse::launch_result(entry);
+  }
+
+ private:
+  cudaLaunchConfig_t config_{};
+  cudaLaunchAttribute cluster_dims_{};
+  int resident_ = 0;
+};
+
+/// The refusal of a TMA tensor map of X [M, K] or W that cuTensorMapEncodeTiled did not encode.
+inline result tensor_map_failure(cudaError_t err, const char* entry, int M, int K) {
+  result r = result::with(status::cuda_error,
+                          "%s: the TMA tensor maps of X [%d, %d] and W could not be encoded (%s): the driver has no "
+                          "cuTensorMapEncodeTiled, or it refused X's or W's base address, row pitch or extent",
+                          entry, M, K, err == cudaErrorNotSupported ? "no driver entry point" : "cuTensorMapEncodeTiled failed");
+  r.cuda = err;
+  return r;
+}
+}  // namespace detail
+
 /// Launches the kernel instance `Shape` (tile_shape, plan.cuh) with schedule `Schedule`
 /// (schedule.cuh): tensor maps whose boxes are what each CTA's producer loads (192-row tiles: X in
 /// 64-row boxes; otherwise half of the shared
@@ -84,65 +156,28 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
       return &gemm_kernel<BlockM, BlockN, Cluster, Schedule, Epilogue, AlongN>;
     }
   }();
-  cudaLaunchConfig_t launch{};
-  cudaLaunchAttribute cluster_dims{};
-  cluster_dims.id = cudaLaunchAttributeClusterDimension;
-  cluster_dims.val.clusterDim.x = Cluster;
-  cluster_dims.val.clusterDim.y = 1;
-  cluster_dims.val.clusterDim.z = 1;
+  const char* entry = "fp4fuse::gemm::sm90::launch";
   constexpr std::size_t smem_bytes = detail::staged_smem_bytes<cfg, detail::is_staged<Epilogue>>;
-  launch.blockDim = dim3(cfg::threads);
-  launch.dynamicSmemBytes = smem_bytes;
-  launch.stream = stream;
-  launch.attrs = &cluster_dims;
-  launch.numAttrs = 1;
-  // The shared-memory opt-in on every call (cheap, and a context re-created by cudaDeviceReset
-  // starts without it); the image check and the number of clusters resident at once (the grid of
-  // every later launch) once per kernel and device, cached only when they succeed.
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
-  if (device < 0 || device >= 64) return fp4fuse::cuda_failure(cudaErrorInvalidDevice, "fp4fuse::gemm::sm90::launch");
-  int resident = resident_per_device[device].load(std::memory_order_relaxed);
-  if (resident == 0) {
-    if (const result image = fp4fuse::check_kernel_image(kernel, "fp4fuse::gemm::sm90::launch"); !image) return image;
-  }
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-  if (resident == 0) {
-    resident = sms / Cluster;  // clusters that fit at once (1 CTA per SM)
-    if constexpr (Cluster > 1) {
-      launch.gridDim = dim3(static_cast<unsigned>(Cluster * resident));
-      if ((err = cudaOccupancyMaxActiveClusters(&resident, kernel, &launch)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-      if (resident < 1) return fp4fuse::cuda_failure(cudaErrorInvalidConfiguration, "fp4fuse::gemm::sm90::launch");
-    }
-    resident_per_device[device].store(resident, std::memory_order_relaxed);
-  }
+  detail::persistent_launch<Cluster> launch;
+  if (const result r = launch.prepare(kernel, cfg::threads, smem_bytes, stream, device, sms, resident_per_device, entry); !r) return r;
   CUtensorMap tma_x{}, tma_w{};
   // X's box: the tile, or half of it along N; tiles that skip empty fragments load 64-row boxes; a
   // lone 64-row tile over fewer rows of X only those (x_box_rows).
   const std::uint32_t x_box = cfg::skips_empty_fragments ? 64u : AlongN ? BlockM / Cluster : static_cast<std::uint32_t>(x_box_rows<cfg, Cluster>(prm.M));
-  err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), x_box);
+  cudaError_t err = make_tensor_map(&tma_x, x, static_cast<std::uint64_t>(prm.K), static_cast<std::uint64_t>(prm.M), x_box);
   if (err == cudaSuccess) {
     // W's rows: N, or for a grouped launch every group's N (w_rows).
     err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows != 0 ? w_rows : static_cast<std::uint64_t>(prm.N),
                           AlongN ? BlockN : BlockN / Cluster);
   }
-  if (err != cudaSuccess) {
-    result r = result::with(status::cuda_error,
-                            "fp4fuse::gemm::sm90::launch: the TMA tensor maps of X [%d, %d] and W could not be encoded (%s): the driver has no "
-                            "cuTensorMapEncodeTiled, or it refused X's or W's base address, row pitch or extent",
-                            prm.M, prm.K, err == cudaErrorNotSupported ? "no driver entry point" : "cuTensorMapEncodeTiled failed");
-    r.cuda = err;
-    return r;
-  }
-  launch.gridDim = dim3(static_cast<unsigned>(Cluster * std::min(units, resident)));
+  if (err != cudaSuccess) return detail::tensor_map_failure(err, entry, prm.M, prm.K);
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d %s tile %dx%d split %d cluster %d%s%s: %d units on %u CTAs (%d clusters resident)\n",
                  prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, AlongN ? " along N" : "",
-                 detail::is_staged<Epilogue> ? ", BF16 store staged through TMA" : "", units, launch.gridDim.x, resident);
+                 detail::is_staged<Epilogue> ? ", BF16 store staged through TMA" : "", units, launch.grid(units), launch.resident());
   }
-  err = cudaLaunchKernelEx(&launch, kernel, tma_x, tma_w, prm, epi, sched_args);
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch");
-  return fp4fuse::launch_result("fp4fuse::gemm::sm90::launch");
+  return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, sched_args);
 }
 
 namespace detail {

@@ -30,7 +30,7 @@ template <class Cfg, int Cluster, int Fragments, int InFlight>
 struct mainloop {
   static_assert(Fragments == 1 || Fragments == 2, "mainloop: 1 fragment (cooperative) or 2 (ping-pong, 128 rows)");
   static_assert(InFlight == 1 || InFlight == 2, "mainloop: 1 or 2 K steps of MMAs in flight");
-  static_assert(Fragments == 1 || Cfg::a_stage_bytes == 128 * block_k * 2, "mainloop: two fragments cover a 128-row A tile");
+  static_assert(Fragments == 1 || Cfg::rows == 128, "mainloop: two fragments cover a 128-row tile");
   static_assert(InFlight <= Cfg::stages - 1, "mainloop: the ring needs a stage beyond the ones held in flight");
   static constexpr int stages = Cfg::stages;
   static constexpr int registers = Cfg::registers;

@@ -34,13 +34,11 @@ namespace fp4fuse::gemm::sm90 {
 
 /// The swap-AB tile: 128 W rows (gate/up columns of the output) by up to MaxTokens tokens;
 /// `Tokens`: the wgmma width of one instantiation of the mainloop (the ring's layout does not
-/// depend on it); `ChunkTokens`: the epilogue's tokens per pass through its scratch, `Fragments`
-/// the fragments of 64 W rows a consumer holds (the scratch's width). The ring's "a"
-/// tiles are W's (wgmma's A), its "b" tiles X's. X arrives in boxes of `x_box_rows` rows, as many
-/// as the unit's tokens need. The kernel gives each consumer warpgroup 64 W rows of the tile (a
-/// ping-pong form, each consumer whole tiles as two fragments, was measured and removed:
-/// bench/results/engine12.md).
-template <int MaxTokens, int Tokens = MaxTokens, int ChunkTokens = (MaxTokens <= 192 ? 64 : 32), int Fragments = 1>
+/// depend on it). The ring's "a" tiles are W's (wgmma's A), its "b" tiles X's. X arrives in boxes
+/// of `x_box_rows` rows, as many as the unit's tokens need. The kernel gives each consumer
+/// warpgroup 64 W rows of the tile (a ping-pong form, each consumer whole tiles as two fragments,
+/// was measured and removed: bench/results/engine12.md).
+template <int MaxTokens, int Tokens = MaxTokens>
 struct swap_ab_config {
   static_assert(MaxTokens % 32 == 0 && MaxTokens >= 64 && MaxTokens <= 256, "swap_ab_config: MaxTokens a multiple of 32 in [64, 256]");
   static_assert(Tokens % 16 == 0 && Tokens >= 16 && Tokens <= MaxTokens, "swap_ab_config: Tokens a multiple of 16 up to MaxTokens");
@@ -53,15 +51,12 @@ struct swap_ab_config {
   static constexpr int consumer_n = Tokens;        ///< wgmma's N (mainloop.cuh)
   static constexpr int registers = Tokens / 2;     ///< accumulators per consumer thread
   static constexpr int x_box_rows = 32;            ///< X's TMA box
-  static constexpr int chunk_tokens = ChunkTokens;  ///< tokens per pass of the epilogue's scratch
+  static constexpr int chunk_tokens = 64;          ///< tokens per pass of the epilogue's scratch
   static constexpr int a_stage_bytes = block_n * block_k * 2;  ///< one W tile
   static constexpr int b_stage_bytes = MaxTokens * block_k * 2;  ///< one X tile (MaxTokens rows)
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  ///< one ring stage (what its full barrier expects at most)
-  /// Fragments a consumer holds (the epilogue's scratch width): 1, its 64 W rows.
-  static constexpr int fragments = Fragments;
   /// The epilogue's scratch, both consumers'.
-  static constexpr std::size_t scratch_bytes =
-      consumers * std::size_t(wgmma_swap_ab_scratch_floats<chunk_tokens, fragments>) * sizeof(float);
+  static constexpr std::size_t scratch_bytes = consumers * std::size_t(wgmma_swap_ab_scratch_floats<chunk_tokens>) * sizeof(float);
   /// Ring stages: what a CTA's shared memory holds beside the scratch, the alignment slack and
   /// barriers, and the grouped schedule's scan (about 13 KiB of static shared memory: 14 KiB kept).
   static constexpr int stages = static_cast<int>((max_smem_per_cta - 14 * 1024 - scratch_bytes - 1024 - 256) / stage_bytes);
@@ -154,7 +149,8 @@ inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<co
 /// The swap-AB grouped kernel: a persistent CTA of a producer warpgroup and two consumer
 /// warpgroups; per unit (an expert's token chunk and 128 of its W rows) each consumer runs the
 /// mainloop with its 64 W rows as A and the chunk's X rows as B at the chunk's width, then the
-/// swap-AB epilogue, and in the expert's last chunk the scale padding rows beyond it. `Schedule`:
+/// swap-AB epilogue, and in the expert's last chunk the scale padding of the rows beyond it to the
+/// end of their 128-row scale tile (fewer than 128: two parts of 64 rows, `warpgroup_beyond_rows`). `Schedule`:
 /// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
@@ -208,7 +204,10 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
         mma.run(r, acc, k_steps, cursor);
         mma.drain(r, acc, k_steps, cursor);
         tile_epi.template warpgroup_swap_ab<cfg::chunk_tokens>(acc[0], c.token0, col0, my_scratch, 1 + consumer);
-        if (c.last) tile_epi.warpgroup_padding_rows_from(c.token0 + N, col0);
+        if (c.last) {
+#pragma unroll 1  // one copy of the padding's code per width
+          for (int part = 0; part < 2; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
+        }
       }, std::make_integer_sequence<int, MaxTokens / 16>{});
     }
   }
