@@ -51,79 +51,6 @@ inline constexpr int wgmma_swap_ab_scratch_floats = Tokens * detail::swap_ab_row
 
 namespace detail {
 
-/// The register path of the swap-AB epilogue, for NVFP4 with gate/up interleaved by 8 (the GEMM
-/// engine's layout): thread t's registers i and i + 2 (i % 4 < 2) are the gate and the up of one
-/// output (W rows 16w + t % 32 / 4 and + 8 of warp w) for one token, so each thread computes its
-/// activations in place; a block's 16 outputs of a token lie in 8 lanes (t % 32 / 4 = 0..7) of a
-/// pair of warps (w, w ^ 1). The amax: the codec's `combine_amax` over the 8 lanes by shuffles,
-/// then with the partner warp's through `exchange` (4 * Fragments * tokens floats); every lane
-/// then takes the block's scale (`scale_for`) and encodes its own value (`e2m1_encode` of the
-/// product with the multiplier, as `encode_scaled` does per element); the 8 lanes gather the
-/// warp's 4 bytes of the block by shuffles and one lane stores them. (Each lane computing the
-/// scale of all its values costs 16 `scale_for` per block: engine12.md measured the form, and
-/// commit df299a9 has one that shares them, not yet run on a GPU.) The bytes are
-/// `block_codec::quantize`'s (max is commutative and associative, NaN losing either way).
-template <class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate, int Fragments, int Registers>
-FP4FUSE_DEVICE void swap_ab_epilogue_in_registers(const fused_epilogue<Format, Sink, Activation, GateUp, Bias, Amax, Intermediate>& op,
-                                                  const float (&acc)[Fragments][Registers], tile_origin origin, float* exchange, int barrier) {
-  constexpr int tokens = 2 * Registers;
-  constexpr int pairs = Registers / 2;  // (gate, up) pairs per fragment: one per token of the thread
-  const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  const int thread = static_cast<int>(linear_thread % 128), warp = thread / 32, lane = thread % 32;
-  const int quad = lane / 4, pos = lane % 4;  // the output within the warp's 8, the token pair
-  const auto& out = op.sink.out;
-  const auto& codec = op.codec;
-  float h[Fragments][pairs], amax_part[Fragments][pairs];
-  FP4FUSE_UNROLL
-  for (int f = 0; f < Fragments; ++f) {
-    const cuda::std::int64_t gate_col = origin.gate_up_col + 64 * f + 16 * warp + quad;
-    FP4FUSE_UNROLL
-    for (int k = 0; k < pairs; ++k) {
-      const int i = 4 * (k / 2) + k % 2;
-      h[f][k] = op.activate(acc[f][i], acc[f][i + 2], gate_col, gate_col + 8);
-      float a = codec.combine_amax(0.0f, abs_float(h[f][k]));
-      a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
-      a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 8));
-      a = codec.combine_amax(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));
-      amax_part[f][k] = a;
-      if (quad == 0) exchange[(warp * Fragments + f) * tokens + 8 * (k / 2) + 2 * pos + k % 2] = a;
-    }
-  }
-  swap_ab_warpgroup_sync(barrier);
-  float amax = 0.0f;  // the output amax's partial: this thread's values inside the matrix
-  FP4FUSE_UNROLL
-  for (int f = 0; f < Fragments; ++f) {
-    const cuda::std::int64_t block = origin.gate_up_col / (2 * Format::block_size) + 2 * f + warp / 2;
-    FP4FUSE_UNROLL
-    for (int k = 0; k < pairs; ++k) {
-      const int token = 8 * (k / 2) + 2 * pos + k % 2;
-      const float block_amax = codec.combine_amax(amax_part[f][k], exchange[((warp ^ 1) * Fragments + f) * tokens + token]);
-      const block_scale s = codec.scale_for(block_amax);
-      cuda::std::uint32_t word = static_cast<cuda::std::uint32_t>(e2m1_encode(h[f][k] * s.multiplier)) << (4 * quad);
-      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 4);
-      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 8);
-      word |= __shfl_xor_sync(0xFFFFFFFFu, word, 16);
-      const cuda::std::int64_t row = origin.row + token;
-      const bool inside = row < out.rows() && block < out.layout.scale_cols;
-      if (quad == 0 && inside) {
-        *reinterpret_cast<cuda::std::uint32_t*>(out.packed + row * out.ld_packed + block * (Format::block_size / 2) + 4 * (warp % 2)) = word;
-      }
-      if (quad == 0 && warp % 2 == 0 && row < out.layout.padded_rows() && block < out.layout.padded_cols()) {
-        out.scales[out.layout.offset(row, block)] = inside ? s.code : cuda::std::uint8_t{0};
-      }
-      if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-        if (inside) amax = max_num(amax, abs_float(h[f][k]));
-      }
-    }
-  }
-  swap_ab_warpgroup_sync(barrier);  // every partner's amax read: the exchange is free again
-  if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-    combine_output_amax(op.amax.amax, amax);
-  } else {
-    (void)amax;
-  }
-}
-
 /// The body of both `wgmma_swap_ab_epilogue` forms: `Fragments` fragments of 64 W rows each.
 template <int ChunkTokens, class Format, class Sink, class Activation, class GateUp, class Bias, class Amax, class Intermediate,
           int Fragments, int Registers>
@@ -151,57 +78,52 @@ FP4FUSE_DEVICE void swap_ab_epilogue(const fused_epilogue<Format, Sink, Activati
   constexpr int part_cols = 2 * Format::block_size > 2 * GateUp::granule ? 2 * Format::block_size : 2 * GateUp::granule;
   constexpr int parts = 64 * Fragments / part_cols;  // parts of the warpgroup's 64 or 128 columns
   if (barrier < 1 || barrier > 15) __trap();  // 0 would be __syncthreads' barrier, shared with the block's other warps
-  // NVFP4 with gate/up interleaved by 8, with a scratch that holds the amax exchange: in registers.
-  if constexpr (Format::block_size == 16 && GateUp::granule == 8 && chunk * row_floats >= 4 * Fragments * tokens) {
-    swap_ab_epilogue_in_registers(op, acc, origin, scratch, barrier);
-  } else {
-    const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const int thread = static_cast<int>(linear_thread % 128);
-    const auto quantize = as_hand_back(op);
-    const auto& out = op.sink.out;
-    float amax = 0.0f;  // max |h| over this thread's tokens inside the matrix (the output amax's partial)
+  const unsigned linear_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int thread = static_cast<int>(linear_thread % 128);
+  const auto quantize = as_hand_back(op);
+  const auto& out = op.sink.out;
+  float amax = 0.0f;  // max |h| over this thread's tokens inside the matrix (the output amax's partial)
+  FP4FUSE_UNROLL
+  for (int c = 0; c < cuda::ceil_div(tokens, chunk); ++c) {
+    const int in_chunk = tokens - c * chunk < chunk ? tokens - c * chunk : chunk;  // the last chunk: what is left
+    // Register i holds token 8 (i / 4) + 2 (t % 4) + i % 2: its chunk is known at compile time.
     FP4FUSE_UNROLL
-    for (int c = 0; c < cuda::ceil_div(tokens, chunk); ++c) {
-      const int in_chunk = tokens - c * chunk < chunk ? tokens - c * chunk : chunk;  // the last chunk: what is left
-      // Register i holds token 8 (i / 4) + 2 (t % 4) + i % 2: its chunk is known at compile time.
+    for (int i = 0; i < Registers; ++i) {
       FP4FUSE_UNROLL
-      for (int i = 0; i < Registers; ++i) {
+      for (int f = 0; f < Fragments; ++f) {
+        if ((8 * (i / 4)) / chunk == c) scratch[(frag::col(thread, i) - c * chunk) * row_floats + 64 * f + frag::row(thread, i)] = acc[f][i];
+      }
+    }
+    swap_ab_warpgroup_sync(barrier);
+    // Work items of one block each (NVFP4: a token's two blocks are two items), token-fastest so
+    // that a quarter warp's 16-byte loads hit 8 distinct rows (conflict-free, 68 floats a row).
+    FP4FUSE_UNROLL
+    for (int pass = 0; pass < cuda::ceil_div(chunk * parts, 128); ++pass) {
+      const int item = thread + 128 * pass;
+      const int local = item % chunk, part = item / chunk;  // the token within the chunk, the block within its 64 columns
+      if (local < in_chunk && part < parts) {
+        float row[part_cols];
+        const float4* src = reinterpret_cast<const float4*>(scratch + local * row_floats + part * part_cols);
         FP4FUSE_UNROLL
-        for (int f = 0; f < Fragments; ++f) {
-          if ((8 * (i / 4)) / chunk == c) scratch[(frag::col(thread, i) - c * chunk) * row_floats + 64 * f + frag::row(thread, i)] = acc[f][i];
+        for (int v = 0; v < part_cols / 4; ++v) {
+          const float4 q = src[v];
+          row[4 * v] = q.x;
+          row[4 * v + 1] = q.y;
+          row[4 * v + 2] = q.z;
+          row[4 * v + 3] = q.w;
         }
+        const tile_origin at{origin.row + c * chunk + local, origin.gate_up_col + part * part_cols};
+        const auto q = row_epilogue(quantize, row, at);
+        store_row<false>(out, at, q, nullptr);
+        if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) amax = max_num(amax, row_amax_partial(out, at, q));
       }
-      swap_ab_warpgroup_sync(barrier);
-      // Work items of one block each (NVFP4: a token's two blocks are two items), token-fastest so
-      // that a quarter warp's 16-byte loads hit 8 distinct rows (conflict-free, 68 floats a row).
-      FP4FUSE_UNROLL
-      for (int pass = 0; pass < cuda::ceil_div(chunk * parts, 128); ++pass) {
-        const int item = thread + 128 * pass;
-        const int local = item % chunk, part = item / chunk;  // the token within the chunk, the block within its 64 columns
-        if (local < in_chunk && part < parts) {
-          float row[part_cols];
-          const float4* src = reinterpret_cast<const float4*>(scratch + local * row_floats + part * part_cols);
-          FP4FUSE_UNROLL
-          for (int v = 0; v < part_cols / 4; ++v) {
-            const float4 q = src[v];
-            row[4 * v] = q.x;
-            row[4 * v + 1] = q.y;
-            row[4 * v + 2] = q.z;
-            row[4 * v + 3] = q.w;
-          }
-          const tile_origin at{origin.row + c * chunk + local, origin.gate_up_col + part * part_cols};
-          const auto q = row_epilogue(quantize, row, at);
-          store_row<false>(out, at, q, nullptr);
-          if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) amax = max_num(amax, row_amax_partial(out, at, q));
-        }
-      }
-      swap_ab_warpgroup_sync(barrier);  // every row of the chunk read: the scratch is free again
     }
-    if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
-      combine_output_amax(op.amax.amax, amax);
-    } else {
-      (void)amax;
-    }
+    swap_ab_warpgroup_sync(barrier);  // every row of the chunk read: the scratch is free again
+  }
+  if constexpr (cuda::std::is_same_v<Amax, output_amax::global>) {
+    combine_output_amax(op.amax.amax, amax);
+  } else {
+    (void)amax;
   }
 }
 
@@ -224,11 +146,9 @@ FP4FUSE_DEVICE void swap_ab_epilogue(const fused_epilogue<Format, Sink, Activati
 /// two barriers per chunk: the scratch is `wgmma_swap_ab_scratch_floats<ChunkTokens>` floats (a
 /// kernel whose shared memory is mostly its ring), fewer threads may quantize at a time, and the
 /// registers of later chunks stay live while earlier ones are quantized. The bytes do not depend
-/// on the chunk. For NVFP4 with gate/up interleaved by 8 (the GEMM's layout), where the scratch
-/// holds 4 * Fragments * N floats (every chunk of 16 tokens or more does), the epilogue runs in
-/// registers instead: each thread computes its own activations, the 16 threads of a block combine
-/// the amax by shuffles and through the scratch, and store the packed words and scale, with the
-/// same bytes (`detail::swap_ab_epilogue_in_registers`); it is the fast path (engine12.md).
+/// on the chunk. (A form in registers, each thread computing its own activations and the 16
+/// threads of a block combining the amax by shuffles, ran 1.3-1.4x slower in the swap-AB GEMM on
+/// the H200: bench/results/engine12.md, call 3; its code is in the history, 41b3844 and df299a9.)
 ///
 /// \tparam ChunkTokens tokens per pass through the scratch (0, the default: all N at once)
 /// \param op      the description (`fused_epilogue`): `sink::direct`; GateUp `gate_up::interleaved<G>`
