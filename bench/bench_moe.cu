@@ -13,7 +13,7 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]] [--profile]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER PINGPONG [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
@@ -61,6 +61,7 @@ struct no_swap_ab_epilogue {
 };
 
 using namespace bench;
+using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // the --candidate calls compile the swap-AB kernels too
 using l1_gemm::moe::model;
 using l1_gemm::moe::routing;
 using start_t = fp4fuse::scale_layout::expert_start::offset_bound;
@@ -164,9 +165,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--force names no grouped kernel\n");
         return 2;
       }
-    } else if (a == "--candidate-swap-ab") {  // the swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
+    } else if (a == "--candidate-swap-ab") {  // a swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
       const int cl = std::atoi(next());
-      candidate = fp4fuse::gemm::sm90::grouped_plan{192, 128, cl, false, cl == 2, true};
+      const bool pingpong = std::atoi(next()) != 0;
+      candidate = fp4fuse::gemm::sm90::grouped_plan{192, pingpong ? 64 : 128, cl, pingpong, cl == 2, true};
+      if (!fp4fuse::gemm::sm90::valid(candidate)) {
+        std::fprintf(stderr, "--candidate-swap-ab names no swap-AB kernel (CLUSTER 1 or 2, PINGPONG 0 or 1)\n");
+        return 2;
+      }
       if (i + 1 < argc && argv[i + 1][0] != '-') candidate_min_T = std::atoi(next());
       has_candidate = true;
     } else if (a == "--candidate") {
@@ -289,19 +295,23 @@ int main(int argc, char** argv) {
     if (m.bias) {
       const fp4fuse::activation::swiglu_clamped act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
-      fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
+      fused_candidate = [=] {
+        CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
+      };
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     } else {
       const fp4fuse::activation::swiglu act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
-      fused_candidate = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, cp)); };
+      fused_candidate = [=] {
+        CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
+      };
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     }
     bf16_gemm = [=] {
       CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
     };
     const std::function<void()> mainloop_only = [=] {
-      CHECK_FP4(fp4fuse::gemm::sm90::launch_grouped(x, w, routed, N, H, E, d_offsets, no_swap_ab_epilogue{}, nullptr, cp));
+      CHECK_FP4(fp4fuse::gemm::sm90::launch_grouped<experimental>(x, w, routed, N, H, E, d_offsets, no_swap_ab_epilogue{}, nullptr, cp));
     };
     std::vector<double> t{0, 0, 0, 0, 0, 0};
     if (!profile && idle_ms > 0) {

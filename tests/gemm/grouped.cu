@@ -13,6 +13,7 @@
 
 using namespace fp4fuse_test;
 using fp4fuse::gemm::sm90::grouped_plan;
+using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // compiles the swap-AB kernels of the forced plans
 using fp4fuse::scale_layout::expert_start::offset_bound;
 using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
 namespace moe = l1_gemm::moe;
@@ -136,8 +137,12 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 256, 1, false, false, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, false, true}));  // a cluster of 2 along N only
   CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 2, true, true, true}));  // no swap-AB ping-pong (engine12.md)
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, true, false, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 2, true, true, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, true, false, true}));  // the swap-AB ping-pong's units are 64 W rows
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, true, false, true}));
+  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 2, true, true, true}));
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, false, false, true}));  // the cooperative's are 128
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 2, true, false, true}));   // a cluster of 2 along N only
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 1, false, false, true}));
 }
 
@@ -191,6 +196,16 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   INFO(forced.message());
   CHECK(forced.code == fp4fuse::status::bad_shape);
   CHECK(std::string(forced.message()).find("the forced plan names no kernel") != std::string::npos);
+  // A swap-AB plan runs only where the call compiles the experimental kernels: refused before any
+  // CUDA call (bad_shape, not no_device, on a machine without a GPU), nothing written.
+  for (const grouped_plan& swap : {grouped_plan{192, 128, 2, false, true, true}, grouped_plan{192, 64, 1, true, false, true}}) {
+    const fp4fuse::result not_compiled = gmoe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &swap);
+    INFO(not_compiled.message());
+    CHECK(not_compiled.code == fp4fuse::status::bad_shape);
+    CHECK(std::string(not_compiled.message())
+              .find("fp4fuse::gemm::moe::run_fused: the forced plan names an experimental swap-AB kernel, which this call does not compile: "
+                    "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does") != std::string::npos);
+  }
 
   // The BF16 flows check the same things, naming their own arguments.
   const fp4fuse::result null_out = gmoe::run_bf16(good, fp4fuse::matrix_view<__nv_bfloat16>{nullptr, 64, 160, 160}, 8, offsets);
@@ -348,7 +363,7 @@ void check_fused(const std::vector<std::int32_t>& counts, int H, int I, bool bia
             << " plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
             << (plan.pingpong ? " ping-pong" : "") << (plan.swap_ab ? " swap-AB" : ""));
   grouped_problem<Start> p(counts, H, I, 7, bias, per_expert, rng(what)());
-  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
+  const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(), act, nullptr, &plan);
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
@@ -362,7 +377,7 @@ bool grouped_runs_here() { return sm90_engine_here(fp4fuse::gemm::detail::wgmma_
 const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64, 128, 1, false}, {64, 128, 2, false}, {128, 256, 1, false},
                                   {128, 256, 2, false}, {128, 128, 1, false}, {128, 128, 2, false}, {128, 128, 1, true}, {128, 128, 2, true},
                                   {128, 128, 2, true, true}, {192, 128, 2, false, true}, {192, 128, 1, false, false, true},
-                                  {192, 128, 2, false, true, true}};
+                                  {192, 128, 2, false, true, true}, {192, 64, 1, true, false, true}, {192, 64, 2, true, true, true}};
 
 }  // namespace
 
@@ -413,7 +428,7 @@ void check_bands_without_memset(const std::vector<std::int32_t>& counts, const g
   grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
   using nvfp4 = gmoe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
   const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
-  const fp4fuse::result r = gmoe::detail::launch(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
+  const fp4fuse::result r = gmoe::detail::launch<experimental>(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
                                                 gmoe::epilogue::grouped<nvfp4, false>{e, p.N}, nullptr, &plan);
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));

@@ -224,11 +224,11 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
 
 /// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`) whose arguments
 /// `check_launch` has accepted.
-template <class Epilogue>
+template <class Kernels = sm90::planned_kernels, class Epilogue>
 fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi, cudaStream_t stream,
                        const sm90::grouped_plan* force_plan) {
   if (in.x.rows == 0) return {};
-  return sm90::launch_grouped(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
+  return sm90::launch_grouped<Kernels>(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
                               offsets, epi, stream, force_plan);
 }
 
@@ -247,6 +247,9 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
 /// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
 /// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
+/// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); one of the experimental
+/// swap-AB kernels only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`, which compiles
+/// them (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
 /// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
 /// using layout_t = fp4fuse::gemm::moe::grouped_layout<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 /// const layout_t layout{rows, I / 16, E, d_offsets};  // d_offsets: [E + 1] prefix sums, device memory
@@ -255,10 +258,15 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// const fp4fuse::result r = fp4fuse::gemm::moe::run_fused(in, out, fp4fuse::global_scale::per_tensor{d_S}, fp4fuse::activation::swiglu{}, stream);
 /// if (!r) std::fprintf(stderr, "%s\n", r.message());
 /// \endcode
-template <class Intermediate = fp4fuse::intermediate::fp32, class ExpertStart, class Activation>
+template <class Intermediate = fp4fuse::intermediate::fp32, class Kernels = sm90::planned_kernels, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
+  if (force_plan != nullptr && force_plan->swap_ab) {
+    c.require(sm90::compiles_swap_ab<Kernels>, status::bad_shape,
+              "the forced plan names an experimental swap-AB kernel, which this call does not compile: "
+              "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does");
+  }
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
@@ -274,8 +282,9 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
   const int E = out.layout.experts;
-  return in.bias != nullptr ? detail::launch(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
-                            : detail::launch(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
+  return in.bias != nullptr
+             ? detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
+             : detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
 }
 
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row, each element the fp32 sum

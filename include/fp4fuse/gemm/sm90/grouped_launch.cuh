@@ -4,6 +4,7 @@
 #include <cuda/cmath>
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
 #include "fp4fuse/gemm/sm90/launch.cuh"
@@ -12,14 +13,21 @@
 namespace fp4fuse::gemm::sm90 {
 
 namespace detail {
-/// Launches the swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit: X's tensor map
-/// in boxes of x_box_rows rows, W's in 128-row boxes, one CTA per SM (at most `units`).
-template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
+/// Launches a swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit, the cooperative
+/// (128 W rows a unit) or the ping-pong (64): X's tensor map in boxes of x_box_rows rows, W's in
+/// boxes of the unit's W rows, one CTA per SM (at most `units`).
+template <int MaxTokens, int Cluster, bool Pingpong, class Schedule, class Epilogue>
 result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const params& prm, const grouped_arguments& args, int units, int device,
                       int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows) {
-  using cfg = swap_ab_config<MaxTokens>;
+  using cfg = swap_ab_config<MaxTokens, MaxTokens, Pingpong ? 64 : 128>;
   const char* entry = "fp4fuse::gemm::sm90::launch_grouped (swap-AB)";
-  auto* kernel = &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
+  auto* kernel = [] {
+    if constexpr (Pingpong) {
+      return &gemm_swap_ab_pingpong_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
+    } else {
+      return &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
+    }
+  }();
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
   persistent_launch<Cluster> launch;
   if (const result r = launch.prepare(kernel, cfg::threads, cfg::smem_bytes, stream, device, sms, resident_per_device, entry); !r) return r;
@@ -28,8 +36,9 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows, cfg::block_n);
   if (err != cudaSuccess) return tensor_map_failure(err, entry, prm.M, prm.K);
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB up to %d tokens x 128 W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
-                 prm.M, prm.N, prm.K, MaxTokens, Cluster, cfg::stages, units, launch.grid(units));
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB %s up to %d tokens x %d W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
+                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", MaxTokens, cfg::block_n, Cluster, cfg::stages, units,
+                 launch.grid(units));
   }
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
@@ -39,16 +48,19 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
 /// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). The
 /// caller (grouped.cuh) has validated the arguments and checked that the device runs the sm_90a
 /// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
-/// not read), so the launch is the same for any routing of `rows` rows.
+/// not read), so the launch is the same for any routing of `rows` rows. `Kernels`: the kernels it
+/// compiles (plan.cuh): `planned_kernels`, or `experimental_kernels` for forced swap-AB plans.
 /// \code // not compiled: it instantiates every grouped kernel for the epilogue; tests/gemm/grouped.cu makes this call through run_bf16()
 /// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [4096, 2880] sorted by expert, W [32 * 5760, 2880]
 /// const std::int32_t* d_offsets = nullptr;               // [33] prefix sums of the routing counts, device memory
 /// const fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::store_bf16, false> epi{{{h, 4096, 5760, 5760}, nullptr}, 5760};
 /// const fp4fuse::result r = fp4fuse::gemm::sm90::launch_grouped(d_x, d_w, 4096, 5760, 2880, 32, d_offsets, epi, stream);
 /// \endcode
-template <class Epilogue>
+template <class Kernels = planned_kernels, class Epilogue>
 result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int N, int K, int groups, const std::int32_t* offsets,
                       const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr) {
+  static_assert(std::is_same_v<Kernels, planned_kernels> || std::is_same_v<Kernels, experimental_kernels>,
+                "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -61,12 +73,20 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   if (p.swap_ab) {
     if constexpr (!detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
       return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
+    } else if constexpr (!compiles_swap_ab<Kernels>) {
+      return result::with(status::bad_shape,
+                          "fp4fuse::gemm::sm90::launch_grouped: the forced plan names an experimental swap-AB kernel, which this launch "
+                          "does not compile: launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does");
     } else {
       // An upper bound of the units: every group's token chunks times its W blocks (pairs of them in a cluster).
-      const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, 128), p.cluster);
+      const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, p.block_n), p.cluster);
       const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
-      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-      return detail::launch_swap_ab<192, 1, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      if (p.pingpong) {
+        if (p.cluster == 2) return detail::launch_swap_ab<192, 2, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+        return detail::launch_swap_ab<192, 1, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      }
+      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      return detail::launch_swap_ab<192, 1, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
     }
   }
   // An upper bound of the units: every group's row blocks, rounded up per group.

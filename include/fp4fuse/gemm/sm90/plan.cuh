@@ -5,6 +5,7 @@
 // problem (plan, cluster_for, validate_plan; plan_grouped, valid).
 #include <cuda/cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/status.hpp"
@@ -348,11 +349,12 @@ struct grouped_plan {
   int block_m = 128;      ///< tile rows
   int block_n = 256;      ///< tile columns
   int cluster = 1;        ///< CTAs per cluster (1 or 2)
-  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
+  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles; with `swap_ab`, 192 x 64)
   bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128 and cooperative 192 x 128): pairs of column tiles share the X tile by multicast
-  /// The swap-AB kernel (swap_ab.cuh; the fused NVFP4 epilogue only): W's 128 gate/up rows by up
-  /// to `block_m` = 192 tokens per unit, at the width each expert's rows need; block_n 128,
-  /// cooperative, cluster 1, or 2 along N (`along_n`: pairs of W blocks share the X tile).
+  /// The swap-AB kernels (swap_ab.cuh; the fused NVFP4 epilogue only): W's gate/up rows by up to
+  /// `block_m` = 192 tokens per unit, at the width each expert's rows need; the cooperative with
+  /// block_n 128, or the ping-pong (`pingpong`) with block_n 64; cluster 1, or 2 along N
+  /// (`along_n`: pairs of W blocks share the X tile).
   bool swap_ab = false;
   /// The dispatch table's key of this plan.
   /// \code
@@ -369,12 +371,31 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
                                     tile_shape<128, 256, 2>, tile_shape<128, 128, 2>, tile_shape<128, 128, 2, true, 2>,
                                     tile_shape<128, 128, 2, true, 2, true>, tile_shape<192, 128, 2, false, 2, true>>;
 
+/// The kernels a grouped launch compiles (`launch_grouped`'s and `moe::run_fused`'s `Kernels`): the
+/// ones `plan_grouped` chooses from, the default. A forced plan that names another is refused with
+/// a sentence.
+struct planned_kernels {};
+/// Those and the experimental swap-AB kernels (swap_ab.cuh), which no plan chooses: a forced plan
+/// with `swap_ab` runs only in a launch compiled with this tag. Each flow then compiles four more
+/// kernels of 12 token widths each (about a minute per flow with nvcc -O3), which a program that
+/// runs the planned kernels does not pay for.
+/// \code
+/// static_assert(!fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::planned_kernels>);
+/// static_assert(fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::experimental_kernels>);
+/// \endcode
+struct experimental_kernels {};
+/// True for the kernel set that compiles the swap-AB kernels.
+template <class Kernels>
+inline constexpr bool compiles_swap_ab = std::is_same_v<Kernels, experimental_kernels>;
+
 /// True when `p` names a kernel of the grouped GEMM.
 /// \code
 /// static_assert(fp4fuse::gemm::sm90::valid({}) && !fp4fuse::gemm::sm90::valid({64, 48}));  // 128 x 256: yes; 64 x 48: no grouped kernel
 /// \endcode
 inline constexpr bool valid(const grouped_plan& p) {
-  if (p.swap_ab) return p.block_m == 192 && p.block_n == 128 && !p.pingpong && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
+  if (p.swap_ab) {
+    return p.block_m == 192 && p.block_n == (p.pingpong ? 64 : 128) && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
+  }
   return grouped_kernels::contains(p.key());
 }
 

@@ -1,13 +1,14 @@
 #pragma once
-// The grouped GEMM's swap-AB kernel (sm_90a): D^T = W X^T per expert, W's gate/up rows as wgmma's
-// M (64 per consumer warpgroup, 128 per tile) and the expert's tokens as its N, any multiple of 16
-// up to MaxTokens chosen per work unit from the expert's rows. The MMA work then follows an
+// The grouped GEMM's swap-AB kernels (sm_90a): D^T = W X^T per expert, W's gate/up rows as wgmma's
+// M (64 per consumer warpgroup; 128 per tile in the cooperative kernel, 64 in the ping-pong) and
+// the expert's tokens as its N, any multiple of 16 up to MaxTokens chosen per work unit from the
+// expert's rows. The MMA work then follows an
 // expert's rows instead of whole 64-row fragments: an expert of 144 rows costs 144 columns of MMA,
 // not 192 rows, and each consumer reads its 8 KiB of W and the expert's X tile per K step
 // (bench/results/engine11.md's model: about 0.77x the shared-memory traffic of the cooperative
 // 192 x 128 tile there). Composed of the engine's parts: the grouped schedule
 // (grouped_schedule.cuh, with tiles of MaxTokens rows: an expert's units are its token chunks times
-// its 128-row W blocks), the ring (ring.cuh, W tiles as the A operand, X tiles as B), the
+// its W blocks), the ring (ring.cuh, W tiles as the A operand, X tiles as B), the
 // consumer mainloop (mainloop.cuh, one instantiation per token width), and the epilogue binding's
 // swap-AB form (`warpgroup_swap_ab`: fp4fuse::wgmma_swap_ab_epilogue through shared memory).
 // The fused NVFP4 epilogue only; compiled for any other target the kernel traps.
@@ -32,19 +33,21 @@
 
 namespace fp4fuse::gemm::sm90 {
 
-/// The swap-AB tile: 128 W rows (gate/up columns of the output) by up to MaxTokens tokens;
+/// The swap-AB tile: `BlockN` W rows (gate/up columns of the output) by up to MaxTokens tokens;
 /// `Tokens`: the wgmma width of one instantiation of the mainloop (the ring's layout does not
 /// depend on it). The ring's "a" tiles are W's (wgmma's A), its "b" tiles X's. X arrives in boxes
-/// of `x_box_rows` rows, as many as the unit's tokens need. The kernel gives each consumer
-/// warpgroup 64 W rows of the tile (a ping-pong form, each consumer whole tiles as two fragments,
-/// was measured and removed: bench/results/engine12.md).
-template <int MaxTokens, int Tokens = MaxTokens>
+/// of `x_box_rows` rows, as many as the unit's tokens need. The cooperative kernel's tiles are 128
+/// W rows, 64 for each consumer warpgroup; the ping-pong kernel's are 64, each consumer warpgroup
+/// running whole tiles. (An earlier ping-pong form with 128-row tiles, two fragments a consumer,
+/// spilled and was removed: bench/results/engine12.md.)
+template <int MaxTokens, int Tokens = MaxTokens, int BlockN = 128>
 struct swap_ab_config {
   static_assert(MaxTokens % 32 == 0 && MaxTokens >= 64 && MaxTokens <= 256, "swap_ab_config: MaxTokens a multiple of 32 in [64, 256]");
   static_assert(Tokens % 16 == 0 && Tokens >= 16 && Tokens <= MaxTokens, "swap_ab_config: Tokens a multiple of 16 up to MaxTokens");
+  static_assert(BlockN == 64 || BlockN == 128, "swap_ab_config: tiles of 128 W rows (cooperative) or 64 (ping-pong)");
   static constexpr int rows = MaxTokens;    ///< the schedule's tile rows: tokens per unit at most
-  static constexpr int block_n = 128;       ///< the schedule's tile columns: W rows per unit
-  static constexpr int consumers = 2;       ///< consumer warpgroups, 64 W rows each
+  static constexpr int block_n = BlockN;    ///< the schedule's tile columns: W rows per unit
+  static constexpr int consumers = 2;       ///< consumer warpgroups
   static constexpr int threads = 384;       ///< the producer warpgroup and the consumers
   static constexpr int producer_registers = 40;   ///< the producer's registers after setmaxnreg
   static constexpr int consumer_registers = 232;  ///< the consumers' registers after setmaxnreg
@@ -212,6 +215,90 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
+  if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
+#else
+  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
+  __trap();  // built for a target without wgmma: never write nothing silently
+#endif
+}
+
+/// The swap-AB ping-pong kernel: tiles of 64 W rows by an expert's token chunk, each consumer
+/// warpgroup running whole tiles (one fragment of up to MaxTokens / 2 accumulators a thread, as the
+/// cooperative kernel's) and the two taking alternate tiles, so that one runs its epilogue while
+/// the other keeps the tensor cores busy. Their mainloops take turns through two order barriers
+/// (a consumer starts one only after the other has issued all of its previous one), so each ring
+/// stage holds one consumer's K step and is released by that consumer alone. Each K step brings
+/// the W tile (8 KiB) and the chunk's X boxes for 64 W rows instead of 128: twice the cooperative
+/// kernel's X bytes per MMA from L2 (halved again in clusters of 2 along W, which multicast the X
+/// boxes), the same shared-memory bytes per MMA.
+/// \code
+/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_pingpong_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
+///     fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound,
+///                                                                                      fp4fuse::activation::swiglu>, false>>;
+/// \endcode
+template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
+__global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 64>::threads), 1)
+    gemm_swap_ab_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
+                                 Epilogue epi, typename Schedule::arguments sched_args) {
+#if FP4FUSE_ARCH_IS_SM90A
+  using cfg = swap_ab_config<MaxTokens, MaxTokens, 64>;
+  static_assert(detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
+                "gemm_swap_ab_pingpong_kernel: an epilogue with the swap-AB form (swiglu_nvfp4)");
+  static_assert(Cluster == 1 || Cluster == 2, "gemm_swap_ab_pingpong_kernel: clusters of 1 or 2 CTAs (along W: pairs of W tiles share the X tile)");
+  extern __shared__ unsigned char smem_raw[];
+  const detail::ring<cfg> ring(smem_raw);
+  auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
+  float* scratch = reinterpret_cast<float*>(static_cast<unsigned char*>(ring.hand_off) + 16);
+  const typename Schedule::template cta<cfg, Cluster, Cluster == 2> sched(prm, sched_args, 1);  // all threads together
+  const int k_steps = sched.k_iters;  // every unit's: the grouped schedule does not split K
+  const int warpgroup = detail::warpgroup_index();
+  if (threadIdx.x == 0) {
+    detail::prefetch_tensor_map(tma_x);
+    detail::prefetch_tensor_map(tma_w);
+    detail::prefetch_epilogue(epi);
+    cuda::ptx::mbarrier_init(&order[0], 1);
+    cuda::ptx::mbarrier_init(&order[1], 1);
+  }
+  detail::init_ring<cfg, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA of the cluster
+  if (warpgroup == 0) {
+    detail::setmaxnreg_dec<cfg::producer_registers>();
+    if (threadIdx.x == 0) detail::produce_swap_ab<cfg, Cluster>(ring, tma_x, tma_w, sched);
+  } else {
+    detail::setmaxnreg_inc<cfg::consumer_registers>();
+    const int consumer = warpgroup - 1;
+    const int thread = static_cast<int>(threadIdx.x % 128);
+    const bool leader = detail::warpgroup_leader();
+    float* my_scratch = scratch + consumer * wgmma_swap_ab_scratch_floats<cfg::chunk_tokens>;
+    int position = consumer * k_steps;  // the ring position of this consumer's next K step
+    std::uint32_t turn_phase = 0;
+    for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_steps) {
+      if (position > 0) {  // every mainloop but the CTA's first waits for the other consumer's to be issued
+        detail::wait_parity(&order[consumer], turn_phase);
+        turn_phase ^= 1;
+      }
+      const work_unit u = sched.at(unit);
+      const detail::token_chunk c = detail::token_chunk_of<MaxTokens>(u.group_rows, u.m_blk);
+      const auto& tile_epi = detail::epilogue_for(epi, u);
+      const index_t col0 = static_cast<index_t>(u.n_blk) * cfg::block_n;
+      detail::with_width<MaxTokens>(c.width, [&](auto width) {
+        constexpr int N = decltype(width)::value;
+        using mma_cfg = swap_ab_config<MaxTokens, N, 64>;
+        const detail::ring<mma_cfg> r(smem_raw);  // the same layout: the ring does not depend on the width
+        const detail::mainloop<mma_cfg, Cluster, 1, 1> mma{detail::descriptor_low(r.a), detail::descriptor_low(r.b), leader, thread};
+        detail::ring_cursor cursor{position % cfg::stages, static_cast<std::uint32_t>(position / cfg::stages) & 1u};
+        float acc[1][N / 2];
+        decltype(mma)::clear(acc);
+        mma.run(r, acc, k_steps, cursor);
+        if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its K steps issued: the other may start
+        mma.drain(r, acc, k_steps, cursor);
+        tile_epi.template warpgroup_swap_ab<cfg::chunk_tokens>(acc[0], c.token0, col0, my_scratch, 1 + consumer);
+        if (c.last) {
+#pragma unroll 1  // one copy of the padding's code per width
+          for (int part = 0; part < 2; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
+        }
+      }, std::make_integer_sequence<int, MaxTokens / 16>{});
+    }
+  }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
