@@ -167,9 +167,9 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--candidate-swap-ab") {  // a swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
       const int cl = std::atoi(next());
-      const bool pingpong = std::atoi(next()) != 0;
-      candidate = fp4fuse::gemm::sm90::grouped_plan{192, pingpong ? 64 : 128, cl, pingpong, cl == 2, true};
-      if (!fp4fuse::gemm::sm90::valid(candidate)) {
+      const int pingpong = std::atoi(next());
+      candidate = fp4fuse::gemm::sm90::grouped_plan{192, pingpong == 1 ? 64 : 128, cl, pingpong == 1, cl == 2, true};
+      if (!fp4fuse::gemm::sm90::valid(candidate) || (pingpong != 0 && pingpong != 1)) {
         std::fprintf(stderr, "--candidate-swap-ab names no swap-AB kernel (CLUSTER 1 or 2, PINGPONG 0 or 1)\n");
         return 2;
       }

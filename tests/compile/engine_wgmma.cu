@@ -22,6 +22,10 @@ fp4fuse::result grouped_fused_experimental(const moe::inputs& in, const moe::gro
   return moe::run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(in, out, fp4fuse::global_scale::per_tensor{s},
                                                                                                  fp4fuse::activation::swiglu{});
 }
+fp4fuse::result grouped_fused_clamped_experimental(const moe::inputs& in, const moe::grouped_output<start_t>& out, const float* s) {
+  return moe::run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(in, out, fp4fuse::global_scale::per_tensor{s},
+                                                                                                 fp4fuse::activation::swiglu_clamped{});
+}
 fp4fuse::result grouped_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets) {
   return moe::run_bf16(in, gate_up, experts, offsets);
 }

@@ -10,7 +10,6 @@
 /// act(gate + b) * (up + b), bit-identical to the standalone `swiglu_quantize` on the same fp32
 /// gate/up values.
 #include <cuda/cmath>
-#include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
 #include "fp4fuse/config.cuh"

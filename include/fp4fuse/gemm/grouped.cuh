@@ -262,7 +262,7 @@ template <class Intermediate = fp4fuse::intermediate::fp32, class Kernels = sm90
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
-  if (force_plan != nullptr && force_plan->swap_ab) {
+  if (force_plan != nullptr && force_plan->swap_ab && sm90::valid(*force_plan)) {  // an invalid plan: check_launch's sentence
     c.require(sm90::compiles_swap_ab<Kernels>, status::bad_shape,
               "the forced plan names an experimental swap-AB kernel, which this call does not compile: "
               "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does");

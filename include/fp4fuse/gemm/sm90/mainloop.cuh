@@ -1,8 +1,9 @@
 #pragma once
 // The sm_90a GEMM's consumer mainloop collective: the wgmma loop over a work unit's K steps on the
-// ring that the producer (ring.cuh) fills, written once for both kernels. A consumer warpgroup
+// ring that the producer (ring.cuh) fills, written once for every kernel. A consumer warpgroup
 // holds `Fragments` accumulator fragments of 64 rows each (the cooperative kernel 1: its 64 rows,
-// or its half of the columns of a 64-row tile; the ping-pong kernel 2: a whole 128-row tile) and
+// or its half of the columns of a 64-row tile; the ping-pong kernel 2: a whole 128-row tile; the
+// swap-AB kernels 1: 64 W rows, swap_ab.cuh) and
 // keeps the MMAs of `InFlight` K steps queued on the tensor cores; the stage they read is released
 // to the producer(s) once they have finished.
 #include <cstdint>
@@ -34,9 +35,9 @@ struct mainloop {
   static_assert(InFlight <= Cfg::stages - 1, "mainloop: the ring needs a stage beyond the ones held in flight");
   static constexpr int stages = Cfg::stages;
   static constexpr int registers = Cfg::registers;
-  /// The cooperative kernel's units start anywhere in the ring and it keeps one K step in flight:
-  /// it tracks the stage to release in a register (`ring_cursor::previous`); the ping-pong kernel
-  /// computes it from the stage. (Each form is the instruction sequence its kernel was tuned
+  /// With one fragment and one K step in flight (the cooperative kernel, the swap-AB kernels) the
+  /// stage to release is tracked in a register (`ring_cursor::previous`, -1 at a unit's start, so a
+  /// unit may start anywhere in the ring); the ping-pong kernel computes it from the stage. (Each form is the instruction sequence its kernel was tuned
   /// with: bench/HISTORY.md.)
   static constexpr bool release_previous = Fragments == 1 && InFlight == 1;
 

@@ -350,7 +350,7 @@ struct grouped_plan {
   int block_n = 256;      ///< tile columns
   int cluster = 1;        ///< CTAs per cluster (1 or 2)
   bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles; with `swap_ab`, 192 x 64)
-  bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128 and cooperative 192 x 128): pairs of column tiles share the X tile by multicast
+  bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128, the cooperative 192 x 128, the swap-AB kernels): pairs of column tiles share the X tile by multicast
   /// The swap-AB kernels (swap_ab.cuh; the fused NVFP4 epilogue only): W's gate/up rows by up to
   /// `block_m` = 192 tokens per unit, at the width each expert's rows need; the cooperative with
   /// block_n 128, or the ping-pong (`pingpong`) with block_n 64; cluster 1, or 2 along N
@@ -376,9 +376,10 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
 /// a sentence.
 struct planned_kernels {};
 /// Those and the experimental swap-AB kernels (swap_ab.cuh), which no plan chooses: a forced plan
-/// with `swap_ab` runs only in a launch compiled with this tag. Each flow then compiles four more
-/// kernels of 12 token widths each (about a minute per flow with nvcc -O3), which a program that
-/// runs the planned kernels does not pay for.
+/// with `swap_ab` runs only in a launch compiled with this tag. Such a launch compiles 4 more
+/// kernels of 12 token widths each per epilogue (run_fused: 8, with and without a bias), which a
+/// program that runs the planned kernels does not pay for (examples/moe_l1.cu: 68 s with nvcc -O3
+/// instead of 188 s; bench/results/engine13.md).
 /// \code
 /// static_assert(!fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::planned_kernels>);
 /// static_assert(fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::experimental_kernels>);

@@ -100,7 +100,7 @@ FP4FUSE_DEVICE void with_width(int width, F&& f, std::integer_sequence<int, I...
   (void)((width == 16 * (I + 1) ? (f(std::integral_constant<int, 16 * (I + 1)>{}), true) : false) || ...);
 }
 
-/// The producer (one thread): for each of the CTA's units, each K step's W tile (128 rows, ring
+/// The producer (one thread): for each of the CTA's units, each K step's W tile (Cfg::block_n rows, ring
 /// "a") and the X boxes of the unit's tokens (ring "b", boxes of x_box_rows rows from the chunk's
 /// first token; rows beyond the chunk's hold another expert's tokens or TMA's zeros, and only the
 /// output's padding depends on them).
@@ -295,6 +295,19 @@ __global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 64>::thr
         if (c.last) {
 #pragma unroll 1  // one copy of the padding's code per width
           for (int part = 0; part < 2; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
+        }
+        if constexpr (Cluster == 1) {
+          // The scales' columns are padded to 128 gate/up columns (4 blocks). An odd number of
+          // 64-column units leaves the last 64 of them to no unit (clusters of 2 run units in
+          // pairs): the last unit writes their padding too, for its rows and, in the expert's last
+          // chunk, those beyond them (in parts of 64 rows: a part may reach into the next chunk's
+          // rows, whose unit writes the same 0x00 there).
+          if (u.n_blk % 2 == 0 && col0 + 64 >= prm.N) {
+#pragma unroll 1
+            for (int row = c.token0; row < c.token0 + N + (c.last ? 128 : 0); row += 64) {
+              tile_epi.template warpgroup_beyond_rows<64>(row, col0 + 64);
+            }
+          }
         }
       }, std::make_integer_sequence<int, MaxTokens / 16>{});
     }
