@@ -30,6 +30,7 @@
 #include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/ring.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
+#include "fp4fuse/gemm/tile_grid.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 
@@ -147,13 +148,63 @@ template <class Epilogue>
 inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().template warpgroup_swap_ab<64>(
                                                 std::declval<const float (&)[8]>(), index_t{}, index_t{}, nullptr, 1))>> = true;
 
+/// One consumer warpgroup's part of unit `u` in either swap-AB kernel: W rows `w_row0` to
+/// `w_row0 + 63` of the unit's `Cfg::block_n` (0 or 64 in the cooperative kernel, 0 in the
+/// ping-pong) by the unit's token chunk. It runs the mainloop at the chunk's width from `cursor` (a
+/// unit starts anywhere in the ring), calls `issued()` once every K step's MMAs are issued, then
+/// runs the swap-AB epilogue through `scratch` on named barrier `barrier`. It also writes the
+/// scale padding no unit covers (`warpgroup_beyond_rows`), by the epilogue's padding granule
+/// (tile_grid.cuh):
+/// - the rows beyond the expert's last chunk, to the end of their granule of rows;
+/// - where the kernel's units, `Cluster * Cfg::block_n` columns a cluster, are not whole
+///   granules of columns (the unclustered ping-pong), the columns between the last unit and the
+///   end of their granule, for the unit's rows.
+template <class Cfg, int Cluster, class TileEpilogue, class Issued>
+FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u, const params& prm, const TileEpilogue& tile_epi, int w_row0,
+                                         int k_steps, ring_cursor& cursor, float* scratch, int barrier, bool leader, int thread,
+                                         Issued&& issued) {
+  using granule = gemm::padding_granule<TileEpilogue>;
+  constexpr int beyond_parts = static_cast<int>(cuda::ceil_div(granule::rows, index_t{64}));  // 64-row parts after the last chunk
+  constexpr bool units_cover_columns = (Cluster * Cfg::block_n) % granule::cols == 0;
+  const token_chunk c = token_chunk_of<Cfg::rows>(u.group_rows, u.m_blk);
+  const index_t unit_col0 = static_cast<index_t>(u.n_blk) * Cfg::block_n, col0 = unit_col0 + w_row0;
+  with_width<Cfg::rows>(c.width, [&](auto width) {
+    constexpr int N = decltype(width)::value;
+    using mma_cfg = swap_ab_config<Cfg::rows, N, Cfg::block_n>;
+    const ring<mma_cfg> r(smem);  // the same layout: the ring does not depend on the width
+    const mainloop<mma_cfg, Cluster, 1, 1> mma{descriptor_low(r.a + w_row0 * block_k * 2), descriptor_low(r.b), leader, thread};
+    float acc[1][N / 2];
+    decltype(mma)::clear(acc);
+    cursor.previous = -1;
+    mma.run(r, acc, k_steps, cursor);
+    issued();
+    mma.drain(r, acc, k_steps, cursor);
+    tile_epi.template warpgroup_swap_ab<Cfg::chunk_tokens>(acc[0], c.token0, col0, scratch, barrier);
+    if (c.last) {
+#pragma unroll 1  // one copy of the padding's code per width
+      for (int part = 0; part < beyond_parts; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
+    }
+    if constexpr (!units_cover_columns) {
+      // Parts of 64 rows: one may reach into the next chunk's rows, whose unit writes the same 0x00 there.
+      const index_t padded_cols = fp4fuse::detail::round_up(static_cast<index_t>(prm.N), granule::cols);
+      const int rows = N + (c.last ? 64 * beyond_parts : 0);
+      if (unit_col0 + Cfg::block_n >= prm.N) {  // the last unit
+#pragma unroll 1
+        for (index_t col = unit_col0 + Cfg::block_n; col < padded_cols; col += 64) {
+#pragma unroll 1
+          for (int row = 0; row < rows; row += 64) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + row, col);
+        }
+      }
+    }
+  }, std::make_integer_sequence<int, Cfg::rows / 16>{});
+}
+
 }  // namespace detail
 
 /// The swap-AB grouped kernel: a persistent CTA of a producer warpgroup and two consumer
 /// warpgroups; per unit (an expert's token chunk and 128 of its W rows) each consumer runs the
 /// mainloop with its 64 W rows as A and the chunk's X rows as B at the chunk's width, then the
-/// swap-AB epilogue, and in the expert's last chunk the scale padding of the rows beyond it to the
-/// end of their 128-row scale tile (fewer than 128: two parts of 64 rows, `warpgroup_beyond_rows`). `Schedule`:
+/// swap-AB epilogue and the padding no unit covers (`detail::consume_swap_ab_unit`). `Schedule`:
 /// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
@@ -191,27 +242,8 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
     detail::ring_cursor cursor;
     for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
-      const detail::token_chunk c = detail::token_chunk_of<MaxTokens>(u.group_rows, u.m_blk);
-      const auto& tile_epi = detail::epilogue_for(epi, u);
-      const index_t col0 = static_cast<index_t>(u.n_blk) * cfg::block_n + 64 * consumer;
-      const int k_steps = u.k_end - u.k_begin;
-      detail::with_width<MaxTokens>(c.width, [&](auto width) {
-        constexpr int N = decltype(width)::value;
-        using mma_cfg = swap_ab_config<MaxTokens, N>;
-        const detail::ring<mma_cfg> r(smem_raw);  // the same layout: the ring does not depend on the width
-        const detail::mainloop<mma_cfg, Cluster, 1, 1> mma{detail::descriptor_low(r.a + consumer * 64 * 128), detail::descriptor_low(r.b), leader,
-                                                     thread};
-        float acc[1][N / 2];
-        decltype(mma)::clear(acc);
-        cursor.previous = -1;
-        mma.run(r, acc, k_steps, cursor);
-        mma.drain(r, acc, k_steps, cursor);
-        tile_epi.template warpgroup_swap_ab<cfg::chunk_tokens>(acc[0], c.token0, col0, my_scratch, 1 + consumer);
-        if (c.last) {
-#pragma unroll 1  // one copy of the padding's code per width
-          for (int part = 0; part < 2; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
-        }
-      }, std::make_integer_sequence<int, MaxTokens / 16>{});
+      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, prm, detail::epilogue_for(epi, u), 64 * consumer, u.k_end - u.k_begin, cursor,
+                                                 my_scratch, 1 + consumer, leader, thread, [] {});
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
@@ -277,39 +309,11 @@ __global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 64>::thr
         turn_phase ^= 1;
       }
       const work_unit u = sched.at(unit);
-      const detail::token_chunk c = detail::token_chunk_of<MaxTokens>(u.group_rows, u.m_blk);
-      const auto& tile_epi = detail::epilogue_for(epi, u);
-      const index_t col0 = static_cast<index_t>(u.n_blk) * cfg::block_n;
-      detail::with_width<MaxTokens>(c.width, [&](auto width) {
-        constexpr int N = decltype(width)::value;
-        using mma_cfg = swap_ab_config<MaxTokens, N, 64>;
-        const detail::ring<mma_cfg> r(smem_raw);  // the same layout: the ring does not depend on the width
-        const detail::mainloop<mma_cfg, Cluster, 1, 1> mma{detail::descriptor_low(r.a), detail::descriptor_low(r.b), leader, thread};
-        detail::ring_cursor cursor{position % cfg::stages, static_cast<std::uint32_t>(position / cfg::stages) & 1u};
-        float acc[1][N / 2];
-        decltype(mma)::clear(acc);
-        mma.run(r, acc, k_steps, cursor);
-        if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // all its K steps issued: the other may start
-        mma.drain(r, acc, k_steps, cursor);
-        tile_epi.template warpgroup_swap_ab<cfg::chunk_tokens>(acc[0], c.token0, col0, my_scratch, 1 + consumer);
-        if (c.last) {
-#pragma unroll 1  // one copy of the padding's code per width
-          for (int part = 0; part < 2; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
-        }
-        if constexpr (Cluster == 1) {
-          // The scales' columns are padded to 128 gate/up columns (4 blocks). An odd number of
-          // 64-column units leaves the last 64 of them to no unit (clusters of 2 run units in
-          // pairs): the last unit writes their padding too, for its rows and, in the expert's last
-          // chunk, those beyond them (in parts of 64 rows: a part may reach into the next chunk's
-          // rows, whose unit writes the same 0x00 there).
-          if (u.n_blk % 2 == 0 && col0 + 64 >= prm.N) {
-#pragma unroll 1
-            for (int row = c.token0; row < c.token0 + N + (c.last ? 128 : 0); row += 64) {
-              tile_epi.template warpgroup_beyond_rows<64>(row, col0 + 64);
-            }
-          }
-        }
-      }, std::make_integer_sequence<int, MaxTokens / 16>{});
+      detail::ring_cursor cursor{position % cfg::stages, static_cast<std::uint32_t>(position / cfg::stages) & 1u};
+      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, prm, detail::epilogue_for(epi, u), 0, k_steps, cursor, my_scratch, 1 + consumer,
+                                                 leader, thread, [&] {
+                                                   if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // the other may start
+                                                 });
     }
   }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
