@@ -3,6 +3,7 @@
 /// The CUTLASS nodes' arguments and every call they make into fp4fuse, in one place: the nodes
 /// (sm90_swiglu_quantize.hpp) decide which registers hold which rows and
 /// columns of which tile; the functions here do the numerics, the stores and the padding.
+#include <cuda/cmath>
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
@@ -129,7 +130,7 @@ struct library {
     constexpr cuda::std::int64_t scale_tile_cols = TileN / (2 * Op::format_type::block_size);
     const cuda::std::int64_t m0 = static_cast<cuda::std::int64_t>(m_blk) * TileM;
     const cuda::std::int64_t c0 = static_cast<cuda::std::int64_t>(n_blk) * scale_tile_cols;
-    const scale_tile_grid grid{{TileM, scale_tile_cols}, {(M + TileM - 1) / TileM * TileM, (N + TileN - 1) / TileN * scale_tile_cols}};
+    const scale_tile_grid grid{{TileM, scale_tile_cols}, {cuda::ceil_div(M, cuda::std::int64_t{TileM}) * TileM, cuda::ceil_div(N, cuda::std::int64_t{TileN}) * scale_tile_cols}};
     write_scale_padding_beyond_grid(out, grid, scale_region{m0, c0, {TileM, scale_tile_cols}}, thread, threads);
   }
 
