@@ -13,7 +13,7 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER PINGPONG [MIN_T]] [--profile]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
 //   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
@@ -61,7 +61,7 @@ struct no_swap_ab_epilogue {
 };
 
 using namespace bench;
-using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // the --candidate calls compile the swap-AB kernels too
+using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // the --candidate calls compile the swap-AB kernel too
 using l1_gemm::moe::model;
 using l1_gemm::moe::routing;
 using start_t = fp4fuse::scale_layout::expert_start::offset_bound;
@@ -165,12 +165,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--force names no grouped kernel\n");
         return 2;
       }
-    } else if (a == "--candidate-swap-ab") {  // a swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
+    } else if (a == "--candidate-swap-ab") {  // the swap-AB kernel in clusters of CLUSTER (fused flow only), from T = the optional value on
       const int cl = std::atoi(next());
-      const int pingpong = std::atoi(next());
-      candidate = fp4fuse::gemm::sm90::grouped_plan{192, pingpong == 1 ? 64 : 128, cl, pingpong == 1, cl == 2, true};
-      if (!fp4fuse::gemm::sm90::valid(candidate) || (pingpong != 0 && pingpong != 1)) {
-        std::fprintf(stderr, "--candidate-swap-ab names no swap-AB kernel (CLUSTER 1 or 2, PINGPONG 0 or 1)\n");
+      candidate = fp4fuse::gemm::sm90::grouped_plan{192, 128, cl, false, cl == 2, true};
+      if (!fp4fuse::gemm::sm90::valid(candidate)) {
+        std::fprintf(stderr, "--candidate-swap-ab names no swap-AB kernel (CLUSTER 1 or 2)\n");
         return 2;
       }
       if (i + 1 < argc && argv[i + 1][0] != '-') candidate_min_T = std::atoi(next());

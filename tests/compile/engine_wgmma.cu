@@ -1,7 +1,7 @@
 // The sm_90a engine's kernels as the library's launchers instantiate them: the grouped MoE L1
 // (fused NVFP4 with SwiGLU and with GPT-OSS's clamped SwiGLU, BF16 gate/up, BF16 SwiGLU; each
 // launcher branches on the inputs' bias at run time, so each call instantiates the kernels with and
-// without bias; the fused one also with the experimental swap-AB kernels) and the dense GEMM (BF16
+// without bias; the fused one also with the experimental swap-AB kernel) and the dense GEMM (BF16
 // store, fused NVFP4), for tests/compile/engine_wgmma.py, which compiles this file with ptxas's
 // report on and fails on any "Potential Performance Loss" (C75xx: wgmma serialized). Device code
 // only.
@@ -17,7 +17,7 @@ fp4fuse::result grouped_fused(const moe::inputs& in, const moe::grouped_output<s
 fp4fuse::result grouped_fused_clamped(const moe::inputs& in, const moe::grouped_output<start_t>& out, const float* s) {
   return moe::run_fused(in, out, fp4fuse::global_scale::per_tensor{s}, fp4fuse::activation::swiglu_clamped{});
 }
-// The experimental swap-AB kernels (forced plans only), which run_fused compiles on request.
+// The experimental swap-AB kernel (forced plans only), which run_fused compiles on request.
 fp4fuse::result grouped_fused_experimental(const moe::inputs& in, const moe::grouped_output<start_t>& out, const float* s) {
   return moe::run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(in, out, fp4fuse::global_scale::per_tensor{s},
                                                                                                  fp4fuse::activation::swiglu{});

@@ -11,8 +11,8 @@ wgmma and its wait) is enough to cause it, so every change to the engine is chec
 GPU. The flags are the release build's (-O3 -DNDEBUG), whose code the benchmarks time. Prints the
 count of each kernel kind and every report; exits 1 on any report, or if a kernel kind (the
 cooperative gemm_kernel, the ping-pong gemm_pingpong_kernel, their staged-store forms
-gemm_staged_kernel and gemm_pingpong_staged_kernel, the experimental swap-AB kernels
-gemm_swap_ab_kernel and gemm_swap_ab_pingpong_kernel) is missing from the compile.
+gemm_staged_kernel and gemm_pingpong_staged_kernel, the experimental swap-AB kernel
+gemm_swap_ab_kernel) is missing from the compile.
 """
 import re
 import subprocess
@@ -28,12 +28,11 @@ if result.returncode != 0:
 
 # Mangled names: fp4fuse::gemm::sm90::gemm_kernel (4sm90 11gemm_kernel), gemm_pingpong_kernel (20...),
 # the dense kernels with a BF16 store staged through TMA: gemm_staged_kernel (18...) and
-# gemm_pingpong_staged_kernel (27...), and the swap-AB kernels (19..., 28...).
+# gemm_pingpong_staged_kernel (27...), and the swap-AB kernel (19...).
 kinds = {"gemm_kernel": re.compile(r"4sm9011gemm_kernelI"), "gemm_pingpong_kernel": re.compile(r"4sm9020gemm_pingpong_kernelI"),
          "gemm_staged_kernel": re.compile(r"4sm9018gemm_staged_kernelI"),
          "gemm_pingpong_staged_kernel": re.compile(r"4sm9027gemm_pingpong_staged_kernelI"),
-         "gemm_swap_ab_kernel": re.compile(r"4sm9019gemm_swap_ab_kernelI"),
-         "gemm_swap_ab_pingpong_kernel": re.compile(r"4sm9028gemm_swap_ab_pingpong_kernelI")}
+         "gemm_swap_ab_kernel": re.compile(r"4sm9019gemm_swap_ab_kernelI")}
 counts = {kind: 0 for kind in kinds}
 losses = []
 for line in result.stderr.splitlines():

@@ -16,9 +16,8 @@
 // nothing else; empty for outputs without padding. Optionally `warpgroup_beyond_rows<N>(row0, col0)`:
 // what `warpgroup` writes for a part 64 x N all of whose rows, or all of whose columns, are at or
 // beyond the output's (its padding), without the arithmetic; the sm_90a GEMM calls it for a
-// 192-row tile's consumer whose rows hold nothing of an expert, and the swap-AB kernels for the
-// rows beyond an expert's last chunk and the column padding beyond the last W tile (the BF16
-// epilogues write nothing there and have none).
+// 192-row tile's consumer whose rows hold nothing of an expert, and the swap-AB kernel for the
+// rows beyond an expert's last chunk (the BF16 epilogues write nothing there and have none).
 // Optionally `check(argument_checker&)`, which fp4fuse::gemm::gemm calls on the host before
 // launching: the epilogue's refusals of its own outputs and bias (all three have one).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.

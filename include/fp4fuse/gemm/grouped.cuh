@@ -247,9 +247,9 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
 /// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
 /// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
-/// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); one of the experimental
-/// swap-AB kernels only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`, which compiles
-/// them (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
+/// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); the experimental
+/// swap-AB kernel only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`, which compiles
+/// it (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
 /// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
 /// using layout_t = fp4fuse::gemm::moe::grouped_layout<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 /// const layout_t layout{rows, I / 16, E, d_offsets};  // d_offsets: [E + 1] prefix sums, device memory

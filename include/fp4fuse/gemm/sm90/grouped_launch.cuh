@@ -13,21 +13,15 @@
 namespace fp4fuse::gemm::sm90 {
 
 namespace detail {
-/// Launches a swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit, the cooperative
-/// (128 W rows a unit) or the ping-pong (64): X's tensor map in boxes of x_box_rows rows, W's in
-/// boxes of the unit's W rows, one CTA per SM (at most `units`).
-template <int MaxTokens, int Cluster, bool Pingpong, class Schedule, class Epilogue>
+/// Launches the swap-AB kernel (swap_ab.cuh) with up to MaxTokens tokens per unit: X's tensor map
+/// in boxes of x_box_rows rows, W's in boxes of the unit's 128 W rows, one CTA per SM (at most
+/// `units`).
+template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
 result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const params& prm, const grouped_arguments& args, int units, int device,
                       int sms, const Epilogue& epi, cudaStream_t stream, std::uint64_t w_rows) {
-  using cfg = swap_ab_config<MaxTokens, MaxTokens, Pingpong ? 64 : 128>;
+  using cfg = swap_ab_config<MaxTokens>;
   const char* entry = "fp4fuse::gemm::sm90::launch_grouped (swap-AB)";
-  auto* kernel = [] {
-    if constexpr (Pingpong) {
-      return &gemm_swap_ab_pingpong_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
-    } else {
-      return &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
-    }
-  }();
+  auto* kernel = &gemm_swap_ab_kernel<MaxTokens, Cluster, Schedule, Epilogue>;
   static std::atomic<int> resident_per_device[64];  // 0: not known yet
   persistent_launch<Cluster> launch;
   if (const result r = launch.prepare(kernel, cfg::threads, cfg::smem_bytes, stream, device, sms, resident_per_device, entry); !r) return r;
@@ -36,9 +30,8 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   if (err == cudaSuccess) err = make_tensor_map(&tma_w, w, static_cast<std::uint64_t>(prm.K), w_rows, cfg::block_n);
   if (err != cudaSuccess) return tensor_map_failure(err, entry, prm.M, prm.K);
   if (std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB %s up to %d tokens x %d W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
-                 prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", MaxTokens, cfg::block_n, Cluster, cfg::stages, units,
-                 launch.grid(units));
+    std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB up to %d tokens x %d W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
+                 prm.M, prm.N, prm.K, MaxTokens, cfg::block_n, Cluster, cfg::stages, units, launch.grid(units));
   }
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
@@ -81,12 +74,8 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
       // An upper bound of the units: every group's token chunks times its W blocks (pairs of them in a cluster).
       const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, p.block_n), p.cluster);
       const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
-      if (p.pingpong) {
-        if (p.cluster == 2) return detail::launch_swap_ab<192, 2, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-        return detail::launch_swap_ab<192, 1, true, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-      }
-      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
-      return detail::launch_swap_ab<192, 1, false, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      if (p.cluster == 2) return detail::launch_swap_ab<192, 2, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+      return detail::launch_swap_ab<192, 1, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
     }
   }
   // An upper bound of the units: every group's row blocks, rounded up per group.

@@ -3,7 +3,7 @@
 // ring that the producer (ring.cuh) fills, written once for every kernel. A consumer warpgroup
 // holds `Fragments` accumulator fragments of 64 rows each (the cooperative kernel 1: its 64 rows,
 // or its half of the columns of a 64-row tile; the ping-pong kernel 2: a whole 128-row tile; the
-// swap-AB kernels 1: 64 W rows, swap_ab.cuh) and
+// swap-AB kernel 1: 64 W rows, swap_ab.cuh) and
 // keeps the MMAs of `InFlight` K steps queued on the tensor cores; the stage they read is released
 // to the producer(s) once they have finished.
 #include <cstdint>
@@ -35,7 +35,7 @@ struct mainloop {
   static_assert(InFlight <= Cfg::stages - 1, "mainloop: the ring needs a stage beyond the ones held in flight");
   static constexpr int stages = Cfg::stages;
   static constexpr int registers = Cfg::registers;
-  /// With one fragment and one K step in flight (the cooperative kernel, the swap-AB kernels) the
+  /// With one fragment and one K step in flight (the cooperative kernel, the swap-AB kernel) the
   /// stage to release is tracked in a register (`ring_cursor::previous`, -1 at a unit's start, so a
   /// unit may start anywhere in the ring); the ping-pong kernel computes it from the stage. (Each form is the instruction sequence its kernel was tuned
   /// with: bench/HISTORY.md.)

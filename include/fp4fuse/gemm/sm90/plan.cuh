@@ -349,12 +349,12 @@ struct grouped_plan {
   int block_m = 128;      ///< tile rows
   int block_n = 256;      ///< tile columns
   int cluster = 1;        ///< CTAs per cluster (1 or 2)
-  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles; with `swap_ab`, 192 x 64)
-  bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128, the cooperative 192 x 128, the swap-AB kernels): pairs of column tiles share the X tile by multicast
-  /// The swap-AB kernels (swap_ab.cuh; the fused NVFP4 epilogue only): W's gate/up rows by up to
-  /// `block_m` = 192 tokens per unit, at the width each expert's rows need; the cooperative with
-  /// block_n 128, or the ping-pong (`pingpong`) with block_n 64; cluster 1, or 2 along N
-  /// (`along_n`: pairs of W blocks share the X tile).
+  bool pingpong = false;  ///< the ping-pong kernel (128 x 128 tiles)
+  bool along_n = false;  ///< cluster of 2 along N (the ping-pong 128 x 128, the cooperative 192 x 128, the swap-AB kernel): pairs of column tiles share the X tile by multicast
+  /// The swap-AB kernel (swap_ab.cuh; the fused NVFP4 epilogue only): 128 of W's gate/up rows
+  /// (`block_n`) by up to `block_m` = 192 tokens per unit, at the width each expert's rows need;
+  /// cooperative (`pingpong` false); cluster 1, or 2 along N (`along_n`: pairs of W blocks share
+  /// the X tile).
   bool swap_ab = false;
   /// The dispatch table's key of this plan.
   /// \code
@@ -375,9 +375,10 @@ using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 
 /// ones `plan_grouped` chooses from, the default. A forced plan that names another is refused with
 /// a sentence.
 struct planned_kernels {};
-/// Those and the experimental swap-AB kernels (swap_ab.cuh), which no plan chooses: a forced plan
-/// with `swap_ab` runs only in a launch compiled with this tag. Such a launch compiles 4 more
-/// kernels of 12 token widths each per epilogue (run_fused: 8, with and without a bias), which a
+/// Those and the experimental swap-AB kernel (swap_ab.cuh), which no plan chooses: a forced plan
+/// with `swap_ab` runs only in a launch compiled with this tag. Such a launch compiles 2 more
+/// kernels (clusters of 1 and 2) of 12 token widths each per epilogue (run_fused: 4, with and
+/// without a bias), which a
 /// program that runs the planned kernels does not pay for (examples/moe_l1.cu: 68 s with nvcc -O3
 /// instead of 188 s; bench/results/engine13.md).
 /// \code
@@ -385,7 +386,7 @@ struct planned_kernels {};
 /// static_assert(fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::experimental_kernels>);
 /// \endcode
 struct experimental_kernels {};
-/// True for the kernel set that compiles the swap-AB kernels.
+/// True for the kernel set that compiles the swap-AB kernel.
 template <class Kernels>
 inline constexpr bool compiles_swap_ab = std::is_same_v<Kernels, experimental_kernels>;
 
@@ -395,7 +396,7 @@ inline constexpr bool compiles_swap_ab = std::is_same_v<Kernels, experimental_ke
 /// \endcode
 inline constexpr bool valid(const grouped_plan& p) {
   if (p.swap_ab) {
-    return p.block_m == 192 && p.block_n == (p.pingpong ? 64 : 128) && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
+    return p.block_m == 192 && p.block_n == 128 && !p.pingpong && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
   }
   return grouped_kernels::contains(p.key());
 }

@@ -1,8 +1,7 @@
 #pragma once
-// The grouped GEMM's swap-AB kernels (sm_90a): D^T = W X^T per expert, W's gate/up rows as wgmma's
-// M (64 per consumer warpgroup; 128 per tile in the cooperative kernel, 64 in the ping-pong) and
-// the expert's tokens as its N, any multiple of 16 up to MaxTokens chosen per work unit from the
-// expert's rows. The MMA work then follows an
+// The grouped GEMM's swap-AB kernel (sm_90a): D^T = W X^T per expert, W's gate/up rows as wgmma's
+// M (64 per consumer warpgroup, 128 per tile) and the expert's tokens as its N, any multiple of 16
+// up to MaxTokens chosen per work unit from the expert's rows. The MMA work then follows an
 // expert's rows instead of whole 64-row fragments: an expert of 144 rows costs 144 columns of MMA,
 // not 192 rows, and each consumer reads its 8 KiB of W and the expert's X tile per K step
 // (bench/results/engine11.md's model: about 0.77x the shared-memory traffic of the cooperative
@@ -34,21 +33,22 @@
 
 namespace fp4fuse::gemm::sm90 {
 
-/// The swap-AB tile: `BlockN` W rows (gate/up columns of the output) by up to MaxTokens tokens;
+/// The swap-AB tile: 128 W rows (gate/up columns of the output) by up to MaxTokens tokens;
 /// `Tokens`: the wgmma width of one instantiation of the mainloop (the ring's layout does not
 /// depend on it). The ring's "a" tiles are W's (wgmma's A), its "b" tiles X's. X arrives in boxes
-/// of `x_box_rows` rows, as many as the unit's tokens need. The cooperative kernel's tiles are 128
-/// W rows, 64 for each consumer warpgroup; the ping-pong kernel's are 64, each consumer warpgroup
-/// running whole tiles. (An earlier ping-pong form with 128-row tiles, two fragments a consumer,
-/// spilled and was removed: bench/results/engine12.md.)
-template <int MaxTokens, int Tokens = MaxTokens, int BlockN = 128>
+/// of `x_box_rows` rows, as many as the unit's tokens need. The kernel gives each consumer
+/// warpgroup 64 W rows of the tile. Two ping-pong forms were measured and removed: whole 128-row
+/// tiles a consumer spilled (bench/results/engine12.md); 64-row tiles a consumer hid DeepSeek-V3's
+/// epilogue, but their mainloop alone ran 1.30-1.32x the cooperative one's on the H200, whose grouped
+/// kernels are bound by L2-to-SM traffic, and a 64-row tile brings the X tile for half the MMAs
+/// (bench/results/engine13.md; its code: `0b68398`).
+template <int MaxTokens, int Tokens = MaxTokens>
 struct swap_ab_config {
   static_assert(MaxTokens % 32 == 0 && MaxTokens >= 64 && MaxTokens <= 256, "swap_ab_config: MaxTokens a multiple of 32 in [64, 256]");
   static_assert(Tokens % 16 == 0 && Tokens >= 16 && Tokens <= MaxTokens, "swap_ab_config: Tokens a multiple of 16 up to MaxTokens");
-  static_assert(BlockN == 64 || BlockN == 128, "swap_ab_config: tiles of 128 W rows (cooperative) or 64 (ping-pong)");
   static constexpr int rows = MaxTokens;    ///< the schedule's tile rows: tokens per unit at most
-  static constexpr int block_n = BlockN;    ///< the schedule's tile columns: W rows per unit
-  static constexpr int consumers = 2;       ///< consumer warpgroups
+  static constexpr int block_n = 128;       ///< the schedule's tile columns: W rows per unit
+  static constexpr int consumers = 2;       ///< consumer warpgroups, 64 W rows each
   static constexpr int threads = 384;       ///< the producer warpgroup and the consumers
   static constexpr int producer_registers = 40;   ///< the producer's registers after setmaxnreg
   static constexpr int consumer_registers = 232;  ///< the consumers' registers after setmaxnreg
@@ -101,7 +101,7 @@ FP4FUSE_DEVICE void with_width(int width, F&& f, std::integer_sequence<int, I...
   (void)((width == 16 * (I + 1) ? (f(std::integral_constant<int, 16 * (I + 1)>{}), true) : false) || ...);
 }
 
-/// The producer (one thread): for each of the CTA's units, each K step's W tile (Cfg::block_n rows, ring
+/// The producer (one thread): for each of the CTA's units, each K step's W tile (128 rows, ring
 /// "a") and the X boxes of the unit's tokens (ring "b", boxes of x_box_rows rows from the chunk's
 /// first token; rows beyond the chunk's hold another expert's tokens or TMA's zeros, and only the
 /// output's padding depends on them).
@@ -148,53 +148,36 @@ template <class Epilogue>
 inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().template warpgroup_swap_ab<64>(
                                                 std::declval<const float (&)[8]>(), index_t{}, index_t{}, nullptr, 1))>> = true;
 
-/// One consumer warpgroup's part of unit `u` in either swap-AB kernel: W rows `w_row0` to
-/// `w_row0 + 63` of the unit's `Cfg::block_n` (0 or 64 in the cooperative kernel, 0 in the
-/// ping-pong) by the unit's token chunk. It runs the mainloop at the chunk's width from `cursor` (a
-/// unit starts anywhere in the ring), calls `issued()` once every K step's MMAs are issued, then
-/// runs the swap-AB epilogue through `scratch` on named barrier `barrier`. It also writes the
-/// scale padding no unit covers (`warpgroup_beyond_rows`), by the epilogue's padding granule
-/// (tile_grid.cuh):
-/// - the rows beyond the expert's last chunk, to the end of their granule of rows;
-/// - where the kernel's units, `Cluster * Cfg::block_n` columns a cluster, are not whole
-///   granules of columns (the unclustered ping-pong), the columns between the last unit and the
-///   end of their granule, for the unit's rows.
-template <class Cfg, int Cluster, class TileEpilogue, class Issued>
-FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u, const params& prm, const TileEpilogue& tile_epi, int w_row0,
-                                         int k_steps, ring_cursor& cursor, float* scratch, int barrier, bool leader, int thread,
-                                         Issued&& issued) {
+/// One consumer warpgroup's part of unit `u`: W rows `w_row0` to `w_row0 + 63` of the unit's 128
+/// (0 or 64) by the unit's token chunk. It runs the mainloop at the chunk's width from `cursor` (a
+/// unit starts anywhere in the ring), then the swap-AB epilogue through `scratch` on named barrier
+/// `barrier`, and in the expert's last chunk the scale padding of the rows beyond it to the end of
+/// their granule of rows (the epilogue's padding granule, tile_grid.cuh; `warpgroup_beyond_rows`).
+/// The column padding needs no unit: `Cluster` units of 128 W rows cover whole granules of columns.
+template <class Cfg, int Cluster, class TileEpilogue>
+FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u, const TileEpilogue& tile_epi, int w_row0, int k_steps,
+                                         ring_cursor& cursor, float* scratch, int barrier, bool leader, int thread) {
   using granule = gemm::padding_granule<TileEpilogue>;
   constexpr int beyond_parts = static_cast<int>(cuda::ceil_div(granule::rows, index_t{64}));  // 64-row parts after the last chunk
-  constexpr bool units_cover_columns = (Cluster * Cfg::block_n) % granule::cols == 0;
+  static_assert((Cluster * Cfg::block_n) % granule::cols == 0,
+                "consume_swap_ab_unit: the epilogue's padding granule of columns must be whole units of 128 W rows (a cluster's), "
+                "or the columns beyond the last unit would be nobody's to pad");
   const token_chunk c = token_chunk_of<Cfg::rows>(u.group_rows, u.m_blk);
-  const index_t unit_col0 = static_cast<index_t>(u.n_blk) * Cfg::block_n, col0 = unit_col0 + w_row0;
+  const index_t col0 = static_cast<index_t>(u.n_blk) * Cfg::block_n + w_row0;
   with_width<Cfg::rows>(c.width, [&](auto width) {
     constexpr int N = decltype(width)::value;
-    using mma_cfg = swap_ab_config<Cfg::rows, N, Cfg::block_n>;
+    using mma_cfg = swap_ab_config<Cfg::rows, N>;
     const ring<mma_cfg> r(smem);  // the same layout: the ring does not depend on the width
     const mainloop<mma_cfg, Cluster, 1, 1> mma{descriptor_low(r.a + w_row0 * block_k * 2), descriptor_low(r.b), leader, thread};
     float acc[1][N / 2];
     decltype(mma)::clear(acc);
     cursor.previous = -1;
     mma.run(r, acc, k_steps, cursor);
-    issued();
     mma.drain(r, acc, k_steps, cursor);
     tile_epi.template warpgroup_swap_ab<Cfg::chunk_tokens>(acc[0], c.token0, col0, scratch, barrier);
     if (c.last) {
 #pragma unroll 1  // one copy of the padding's code per width
       for (int part = 0; part < beyond_parts; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
-    }
-    if constexpr (!units_cover_columns) {
-      // Parts of 64 rows: one may reach into the next chunk's rows, whose unit writes the same 0x00 there.
-      const index_t padded_cols = fp4fuse::detail::round_up(static_cast<index_t>(prm.N), granule::cols);
-      const int rows = N + (c.last ? 64 * beyond_parts : 0);
-      if (unit_col0 + Cfg::block_n >= prm.N) {  // the last unit
-#pragma unroll 1
-        for (index_t col = unit_col0 + Cfg::block_n; col < padded_cols; col += 64) {
-#pragma unroll 1
-          for (int row = 0; row < rows; row += 64) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + row, col);
-        }
-      }
     }
   }, std::make_integer_sequence<int, Cfg::rows / 16>{});
 }
@@ -204,7 +187,7 @@ FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u
 /// The swap-AB grouped kernel: a persistent CTA of a producer warpgroup and two consumer
 /// warpgroups; per unit (an expert's token chunk and 128 of its W rows) each consumer runs the
 /// mainloop with its 64 W rows as A and the chunk's X rows as B at the chunk's width, then the
-/// swap-AB epilogue and the padding no unit covers (`detail::consume_swap_ab_unit`). `Schedule`:
+/// swap-AB epilogue and the scale padding beyond the expert's rows (`detail::consume_swap_ab_unit`). `Schedule`:
 /// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
@@ -242,80 +225,11 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
     detail::ring_cursor cursor;
     for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
-      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, prm, detail::epilogue_for(epi, u), 64 * consumer, u.k_end - u.k_begin, cursor,
-                                                 my_scratch, 1 + consumer, leader, thread, [] {});
+      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, detail::epilogue_for(epi, u), 64 * consumer, u.k_end - u.k_begin, cursor,
+                                                 my_scratch, 1 + consumer, leader, thread);
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
-  if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
-#else
-  (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
-  __trap();  // built for a target without wgmma: never write nothing silently
-#endif
-}
-
-/// The swap-AB ping-pong kernel: tiles of 64 W rows by an expert's token chunk, each consumer
-/// warpgroup running whole tiles (one fragment of up to MaxTokens / 2 accumulators a thread, as the
-/// cooperative kernel's) and the two taking alternate tiles, so that one runs its epilogue while
-/// the other keeps the tensor cores busy. Their mainloops take turns through two order barriers
-/// (a consumer starts one only after the other has issued all of its previous one), so each ring
-/// stage holds one consumer's K step and is released by that consumer alone. Each K step brings
-/// the W tile (8 KiB) and the chunk's X boxes for 64 W rows instead of 128: twice the cooperative
-/// kernel's X bytes per MMA from L2 (halved again in clusters of 2 along W, which multicast the X
-/// boxes), the same shared-memory bytes per MMA.
-/// \code
-/// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_pingpong_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
-///     fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound,
-///                                                                                      fp4fuse::activation::swiglu>, false>>;
-/// \endcode
-template <int MaxTokens, int Cluster, class Schedule, class Epilogue>
-__global__ void __launch_bounds__((swap_ab_config<MaxTokens, MaxTokens, 64>::threads), 1)
-    gemm_swap_ab_pingpong_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w, params prm,
-                                 Epilogue epi, typename Schedule::arguments sched_args) {
-#if FP4FUSE_ARCH_IS_SM90A
-  using cfg = swap_ab_config<MaxTokens, MaxTokens, 64>;
-  static_assert(detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
-                "gemm_swap_ab_pingpong_kernel: an epilogue with the swap-AB form (swiglu_nvfp4)");
-  static_assert(Cluster == 1 || Cluster == 2, "gemm_swap_ab_pingpong_kernel: clusters of 1 or 2 CTAs (along W: pairs of W tiles share the X tile)");
-  extern __shared__ unsigned char smem_raw[];
-  const detail::ring<cfg> ring(smem_raw);
-  auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  float* scratch = reinterpret_cast<float*>(static_cast<unsigned char*>(ring.hand_off) + 16);
-  const typename Schedule::template cta<cfg, Cluster, Cluster == 2> sched(prm, sched_args, 1);  // all threads together
-  const int k_steps = sched.k_iters;  // every unit's: the grouped schedule does not split K
-  const int warpgroup = detail::warpgroup_index();
-  if (threadIdx.x == 0) {
-    detail::prefetch_tensor_map(tma_x);
-    detail::prefetch_tensor_map(tma_w);
-    detail::prefetch_epilogue(epi);
-    cuda::ptx::mbarrier_init(&order[0], 1);
-    cuda::ptx::mbarrier_init(&order[1], 1);
-  }
-  detail::init_ring<cfg, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA of the cluster
-  if (warpgroup == 0) {
-    detail::setmaxnreg_dec<cfg::producer_registers>();
-    if (threadIdx.x == 0) detail::produce_swap_ab<cfg, Cluster>(ring, tma_x, tma_w, sched);
-  } else {
-    detail::setmaxnreg_inc<cfg::consumer_registers>();
-    const int consumer = warpgroup - 1;
-    const int thread = static_cast<int>(threadIdx.x % 128);
-    const bool leader = detail::warpgroup_leader();
-    float* my_scratch = scratch + consumer * wgmma_swap_ab_scratch_floats<cfg::chunk_tokens>;
-    int position = consumer * k_steps;  // the ring position of this consumer's next K step
-    std::uint32_t turn_phase = 0;
-    for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_steps) {
-      if (position > 0) {  // every mainloop but the CTA's first waits for the other consumer's to be issued
-        detail::wait_parity(&order[consumer], turn_phase);
-        turn_phase ^= 1;
-      }
-      const work_unit u = sched.at(unit);
-      detail::ring_cursor cursor{position % cfg::stages, static_cast<std::uint32_t>(position / cfg::stages) & 1u};
-      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, prm, detail::epilogue_for(epi, u), 0, k_steps, cursor, my_scratch, 1 + consumer,
-                                                 leader, thread, [&] {
-                                                   if (thread == 0) cuda::ptx::mbarrier_arrive(&order[1 - consumer]);  // the other may start
-                                                 });
-    }
-  }
   if constexpr (Cluster > 1) detail::cluster_sync<Cluster>();
 #else
   (void)tma_x, (void)tma_w, (void)prm, (void)epi, (void)sched_args;
