@@ -139,6 +139,7 @@ TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]"
   CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 2, true, true, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, true, false, true}));  // no swap-AB ping-pong (removed, engine13.md)
+  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, true, true, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, true, false, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 2, true, true, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, false, false, true}));  // its units are 128 W rows
@@ -277,7 +278,7 @@ struct grouped_problem {
 /// 192 x 128 tiles: against those, its cooperative 128 x 128 ones, whose accumulators are the same
 /// chain of wgmma per element (the bits must not depend on the tile).
 fp4fuse::gemm::sm90::launch_plan dense_plan(const grouped_plan& p) {
-  if (p.block_m == 192 || p.swap_ab) return {128, 1, 0, 1, 0, 2, 128};  // and the swap-AB kernels' (their tokens as wgmma's N)
+  if (p.block_m == 192 || p.swap_ab) return {128, 1, 0, 1, 0, 2, 128};  // and the swap-AB kernel's (its tokens as wgmma's N)
   fp4fuse::gemm::sm90::launch_plan d{p.block_n, 1, 0, p.cluster, p.pingpong ? 1 : 0, 2, p.block_m};
   return d;
 }

@@ -14,10 +14,10 @@
 // 64 x 32 and 64 x 48 tiles): it writes that part's share of the output's padding that the tile grid does not
 // cover (the NVFP4 scales' 0x00, through the library's `write_scale_padding_beyond_grid`) and
 // nothing else; empty for outputs without padding. Optionally `warpgroup_beyond_rows<N>(row0, col0)`:
-// what `warpgroup` writes for a part 64 x N all of whose rows, or all of whose columns, are at or
-// beyond the output's (its padding), without the arithmetic; the sm_90a GEMM calls it for a
-// 192-row tile's consumer whose rows hold nothing of an expert, and the swap-AB kernel for the
-// rows beyond an expert's last chunk (the BF16 epilogues write nothing there and have none).
+// what `warpgroup` writes for a part 64 x N all of whose rows are at or beyond the output's (its
+// padding), without the arithmetic; the sm_90a GEMM calls it for a 192-row tile's consumer whose
+// rows hold nothing of an expert, and the swap-AB kernel for the rows beyond an expert's last
+// chunk (the BF16 epilogues write nothing there and have none).
 // Optionally `check(argument_checker&)`, which fp4fuse::gemm::gemm calls on the host before
 // launching: the epilogue's refusals of its own outputs and bias (all three have one).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
@@ -341,8 +341,7 @@ struct swiglu_nvfp4 {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(global_encode_scale)));
   }
   /// The warpgroup part 64 x N at (row0, col0) when it holds no row of the output (row0 >=
-  /// out.rows(), a consumer wholly beyond an expert's rows) or no column (col0 >= 2 * out.cols(),
-  /// the scales' column padding beyond the last W tile): its scale padding (0x00), which is all
+  /// out.rows(), a consumer wholly beyond an expert's rows): its scale padding (0x00), which is all
   /// `warpgroup` would write there, without the activations (`fp4fuse::write_scale_padding_in`).
   /// Warpgroup-collective, as `warpgroup`: all 128 threads call it; col0 a multiple of 32.
   /// \code

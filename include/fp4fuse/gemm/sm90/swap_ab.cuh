@@ -39,9 +39,9 @@ namespace fp4fuse::gemm::sm90 {
 /// of `x_box_rows` rows, as many as the unit's tokens need. The kernel gives each consumer
 /// warpgroup 64 W rows of the tile. Two ping-pong forms were measured and removed: whole 128-row
 /// tiles a consumer spilled (bench/results/engine12.md); 64-row tiles a consumer hid DeepSeek-V3's
-/// epilogue, but their mainloop alone ran 1.30-1.32x the cooperative one's on the H200, whose grouped
-/// kernels are bound by L2-to-SM traffic, and a 64-row tile brings the X tile for half the MMAs
-/// (bench/results/engine13.md; its code: `0b68398`).
+/// epilogue, but their mainloop alone ran 1.30-1.32x the cooperative one's on the H200, likely in
+/// part because a 64-row tile brings the X tile for half the MMAs: 15-19% more L2 bytes (ncu on an
+/// H100; the H200 was not profiled; bench/results/engine13.md; its code: `0b68398`).
 template <int MaxTokens, int Tokens = MaxTokens>
 struct swap_ab_config {
   static_assert(MaxTokens % 32 == 0 && MaxTokens >= 64 && MaxTokens <= 256, "swap_ab_config: MaxTokens a multiple of 32 in [64, 256]");
@@ -160,8 +160,8 @@ FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u
   using granule = gemm::padding_granule<TileEpilogue>;
   constexpr int beyond_parts = static_cast<int>(cuda::ceil_div(granule::rows, index_t{64}));  // 64-row parts after the last chunk
   static_assert((Cluster * Cfg::block_n) % granule::cols == 0,
-                "consume_swap_ab_unit: the epilogue's padding granule of columns must be whole units of 128 W rows (a cluster's), "
-                "or the columns beyond the last unit would be nobody's to pad");
+                "consume_swap_ab_unit: a cluster's units (Cluster x 128 columns) must be whole granules of the epilogue's "
+                "padding, or the columns beyond the last unit would be nobody's to pad");
   const token_chunk c = token_chunk_of<Cfg::rows>(u.group_rows, u.m_blk);
   const index_t col0 = static_cast<index_t>(u.n_blk) * Cfg::block_n + w_row0;
   with_width<Cfg::rows>(c.width, [&](auto width) {
