@@ -3,9 +3,8 @@
 // ring that the producer (ring.cuh) fills, written once for every kernel. A consumer warpgroup
 // holds `Fragments` accumulator fragments of 64 rows each (the cooperative kernel 1: its 64 rows,
 // or its half of the columns of a 64-row tile; the ping-pong kernel 2: a whole 128-row tile; the
-// swap-AB kernel 1: 64 W rows, swap_ab.cuh) and
-// keeps the MMAs of `InFlight` K steps queued on the tensor cores; the stage they read is released
-// to the producer(s) once they have finished.
+// swap-AB kernel 1: 64 W rows, swap_ab.cuh) and keeps the MMAs of `InFlight` K steps queued on the
+// tensor cores; the stage they read is released to the producer(s) once they have finished.
 #include <cstdint>
 
 #include "fp4fuse/config.cuh"
@@ -37,8 +36,8 @@ struct mainloop {
   static constexpr int registers = Cfg::registers;
   /// With one fragment and one K step in flight (the cooperative kernel, the swap-AB kernel) the
   /// stage to release is tracked in a register (`ring_cursor::previous`, -1 at a unit's start, so a
-  /// unit may start anywhere in the ring); the ping-pong kernel computes it from the stage. (Each form is the instruction sequence its kernel was tuned
-  /// with: bench/HISTORY.md.)
+  /// unit may start anywhere in the ring); the ping-pong kernel computes it from the stage. (Each
+  /// form is the instruction sequence its kernel was tuned with: bench/HISTORY.md.)
   static constexpr bool release_previous = Fragments == 1 && InFlight == 1;
 
   std::uint32_t a_desc0, b_desc0;
