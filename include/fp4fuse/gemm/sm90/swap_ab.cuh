@@ -148,46 +148,16 @@ template <class Epilogue>
 inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().template warpgroup_swap_ab<64>(
                                                 std::declval<const float (&)[8]>(), index_t{}, index_t{}, nullptr, 1))>> = true;
 
-/// One consumer warpgroup's part of unit `u`: W rows `w_row0` to `w_row0 + 63` of the unit's 128
-/// (0 or 64) by the unit's token chunk. It runs the mainloop at the chunk's width from `cursor` (a
-/// unit starts anywhere in the ring), then the swap-AB epilogue through `scratch` on named barrier
-/// `barrier`, and in the expert's last chunk the scale padding of the rows beyond it to the end of
-/// their granule of rows (the epilogue's padding granule, tile_grid.cuh; `warpgroup_beyond_rows`).
-/// The column padding needs no unit: `Cluster` units of 128 W rows cover whole granules of columns.
-template <class Cfg, int Cluster, class TileEpilogue>
-FP4FUSE_DEVICE void consume_swap_ab_unit(unsigned char* smem, const work_unit& u, const TileEpilogue& tile_epi, int w_row0, int k_steps,
-                                         ring_cursor& cursor, float* scratch, int barrier, bool leader, int thread) {
-  using granule = gemm::padding_granule<TileEpilogue>;
-  constexpr int beyond_parts = static_cast<int>(cuda::ceil_div(granule::rows, index_t{64}));  // 64-row parts after the last chunk
-  static_assert((Cluster * Cfg::block_n) % granule::cols == 0,
-                "consume_swap_ab_unit: a cluster's units (Cluster x 128 columns) must be whole granules of the epilogue's "
-                "padding, or the columns beyond the last unit would be nobody's to pad");
-  const token_chunk c = token_chunk_of<Cfg::rows>(u.group_rows, u.m_blk);
-  const index_t col0 = static_cast<index_t>(u.n_blk) * Cfg::block_n + w_row0;
-  with_width<Cfg::rows>(c.width, [&](auto width) {
-    constexpr int N = decltype(width)::value;
-    using mma_cfg = swap_ab_config<Cfg::rows, N>;
-    const ring<mma_cfg> r(smem);  // the same layout: the ring does not depend on the width
-    const mainloop<mma_cfg, Cluster, 1, 1> mma{descriptor_low(r.a + w_row0 * block_k * 2), descriptor_low(r.b), leader, thread};
-    float acc[1][N / 2];
-    decltype(mma)::clear(acc);
-    cursor.previous = -1;
-    mma.run(r, acc, k_steps, cursor);
-    mma.drain(r, acc, k_steps, cursor);
-    tile_epi.template warpgroup_swap_ab<Cfg::chunk_tokens>(acc[0], c.token0, col0, scratch, barrier);
-    if (c.last) {
-#pragma unroll 1  // one copy of the padding's code per width
-      for (int part = 0; part < beyond_parts; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
-    }
-  }, std::make_integer_sequence<int, Cfg::rows / 16>{});
-}
-
 }  // namespace detail
 
 /// The swap-AB grouped kernel: a persistent CTA of a producer warpgroup and two consumer
 /// warpgroups; per unit (an expert's token chunk and 128 of its W rows) each consumer runs the
 /// mainloop with its 64 W rows as A and the chunk's X rows as B at the chunk's width, then the
-/// swap-AB epilogue and the scale padding beyond the expert's rows (`detail::consume_swap_ab_unit`). `Schedule`:
+/// swap-AB epilogue through its share of the scratch on its own named barrier, and in the expert's
+/// last chunk the scale padding of the rows beyond it to the end of their granule of rows (the
+/// epilogue's padding granule, tile_grid.cuh; `warpgroup_beyond_rows`). A unit starts anywhere in
+/// the ring (the consumers' ring cursor runs on across units). The column padding needs no unit:
+/// `Cluster` units of 128 W rows cover whole granules of columns. `Schedule`:
 /// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
@@ -218,15 +188,39 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
     if (threadIdx.x == 0) detail::produce_swap_ab<cfg, Cluster>(ring, tma_x, tma_w, sched);
   } else {
     detail::setmaxnreg_inc<cfg::consumer_registers>();
+    using granule = padding_granule<detail::unit_epilogue<Epilogue>>;
+    constexpr int beyond_parts = static_cast<int>(cuda::ceil_div(granule::rows, index_t{64}));  // 64-row parts after the last chunk
+    static_assert((Cluster * cfg::block_n) % granule::cols == 0,
+                  "gemm_swap_ab_kernel: a cluster's units (Cluster x 128 columns) must be whole granules of the epilogue's "
+                  "padding, or the columns beyond the last unit would be nobody's to pad");
     const int consumer = warpgroup - 1;
+    const int w_row0 = 64 * consumer;  // the consumer's W rows within the unit's 128
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
     float* my_scratch = scratch + consumer * wgmma_swap_ab_scratch_floats<cfg::chunk_tokens>;
     detail::ring_cursor cursor;
     for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
       const work_unit u = sched.at(unit);
-      detail::consume_swap_ab_unit<cfg, Cluster>(smem_raw, u, detail::epilogue_for(epi, u), 64 * consumer, u.k_end - u.k_begin, cursor,
-                                                 my_scratch, 1 + consumer, leader, thread);
+      const auto& tile_epi = detail::epilogue_for(epi, u);
+      const detail::token_chunk c = detail::token_chunk_of<cfg::rows>(u.group_rows, u.m_blk);
+      const index_t col0 = static_cast<index_t>(u.n_blk) * cfg::block_n + w_row0;
+      detail::with_width<cfg::rows>(c.width, [&](auto width) {
+        constexpr int N = decltype(width)::value;
+        using mma_cfg = swap_ab_config<MaxTokens, N>;
+        const detail::ring<mma_cfg> r(smem_raw);  // the same layout: the ring does not depend on the width
+        const detail::mainloop<mma_cfg, Cluster, 1, 1> mma{detail::descriptor_low(r.a + w_row0 * block_k * 2), detail::descriptor_low(r.b),
+                                                           leader, thread};
+        float acc[1][N / 2];
+        decltype(mma)::clear(acc);
+        cursor.previous = -1;
+        mma.run(r, acc, u.k_end - u.k_begin, cursor);
+        mma.drain(r, acc, u.k_end - u.k_begin, cursor);
+        tile_epi.template warpgroup_swap_ab<cfg::chunk_tokens>(acc[0], c.token0, col0, my_scratch, 1 + consumer);
+        if (c.last) {
+#pragma unroll 1  // one copy of the padding's code per width
+          for (int part = 0; part < beyond_parts; ++part) tile_epi.template warpgroup_beyond_rows<64>(c.token0 + N + 64 * part, col0);
+        }
+      }, std::make_integer_sequence<int, cfg::rows / 16>{});
     }
   }
   // No CTA may leave while its peer can still multicast into it or arrive on its barriers.
