@@ -13,9 +13,12 @@
 //
 //   bench_moe --routings-out FILE                       write the routings (no GPU needed)
 //   bench_moe [--torch FILE] [--reps N] [--markdown FILE] [--only MODEL T ROUTING] [--force BM BN CLUSTER PINGPONG]
-//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]] [--profile]
+//             [--candidate BM BN CLUSTER PINGPONG ALONG_N [MIN_T] | --candidate-swap-ab CLUSTER [MIN_T]]
+//             [--candidate-fast-activation] [--profile]
 //   (--candidate: the fused grouped L1 with that plan too, timed in the same round robin as the
-//   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run)
+//   planned one, at T >= MIN_T (default 0): an A/B of a plan in one run; --candidate-fast-activation:
+//   the candidate runs the opt-in fast activations (swiglu_fast, swiglu_clamped_fast; other bits),
+//   a measurement of what the exact activation costs that plan)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
 //   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
 //   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
   fp4fuse::gemm::sm90::grouped_plan candidate{};
   bool has_candidate = false;
   int candidate_min_T = 0;
+  bool candidate_fast = false;
   int idle_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") g_reps = std::atoi(next());
     else if (a == "--profile") profile = true;
     else if (a == "--idle-ms") idle_ms = std::atoi(next());
+    else if (a == "--candidate-fast-activation") candidate_fast = true;
     else if (a == "--only") {
       only_model = std::atoi(next());
       only_T = std::atoi(next());
@@ -297,6 +302,12 @@ int main(int argc, char** argv) {
       fused_candidate = [=] {
         CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
       };
+      if (candidate_fast) {
+        const fp4fuse::activation::swiglu_clamped_fast fast{act.alpha, act.limit};
+        fused_candidate = [=] {
+          CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, fast, nullptr, cp)));
+        };
+      }
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     } else {
       const fp4fuse::activation::swiglu act{};
@@ -304,6 +315,12 @@ int main(int argc, char** argv) {
       fused_candidate = [=] {
         CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
       };
+      if (candidate_fast) {
+        fused_candidate = [=] {
+          CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, fp4fuse::activation::swiglu_fast{},
+                                                                                                nullptr, cp)));
+        };
+      }
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     }
     bf16_gemm = [=] {
@@ -356,7 +373,9 @@ int main(int argc, char** argv) {
     // round robins (a GEMM-bound time scales with the clock; the W-bound T <= 512 ones barely do).
     const double torch_same_clock = torch_us > 0 && torch_ref_tflops > 0 && t[4] > 0 ? torch_us * torch_ref_tflops / same_tflops : 0;
     rows.push_back({c.name(), plan, routed, active, roofline, t[0], t[1], torch_us, t[2], torch_same_clock, t[3], same_roofline});
-    if (t[3] > 0) std::printf("  candidate plan: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", t[3], t[3] / roofline, t[3] / t[0]);
+    if (t[3] > 0)
+      std::printf("  candidate plan%s: fused %8.1f us (%.2fx roofline), candidate / planned %.3f\n", candidate_fast ? " (fast activations)" : "", t[3],
+                  t[3] / roofline, t[3] / t[0]);
     if (t.size() > 6) std::printf("  candidate's mainloop alone (no epilogue): %8.1f us (%.2fx roofline)\n", t[6], t[6] / roofline);
     std::printf("%-32s %-16s routed %7d active %3d: roofline %8.1f us, fused %8.1f us (%.2fx), BF16 GEMM %8.1f, torch %8.1f + sq %7.1f; "
                 "same state: cuBLAS 8192^3 %.0f TFLOP/s, copy %.0f GB/s, roofline %.1f us, fused %.2fx\n",
