@@ -158,7 +158,11 @@ inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<co
 /// epilogue's padding granule, tile_grid.cuh; `warpgroup_beyond_rows`). A unit starts anywhere in
 /// the ring (the consumers' ring cursor runs on across units). The column padding needs no unit:
 /// `Cluster` units of 128 W rows cover whole granules of columns. `Schedule`:
-/// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks).
+/// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks). No plan chooses
+/// it: its epilogue, which no mainloop hides, makes it slower than the planned kernels at T = 4096
+/// (mostly the exact activation, about half of that instruction fetch through each width's unrolled
+/// epilogue; with the fast activations it still trails the planned ping-pong at GPT-OSS-120B:
+/// bench/results/engine14.md).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
 ///     fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound,
