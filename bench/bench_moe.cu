@@ -196,6 +196,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (candidate_fast && !has_candidate) {
+    std::fprintf(stderr, "--candidate-fast-activation needs --candidate or --candidate-swap-ab\n");
+    return 2;
+  }
   std::vector<config> configs;
   for (const config& c : all_configs(only_routing == 2, only_T)) {
     const int mi = c.m == &l1_gemm::moe::deepseek_v3 ? 0 : 1;
@@ -387,8 +391,10 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(p2));
   }
 
-  std::string table = "| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
-                      "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan us (x roofline, / planned) | "
+  std::string table = std::string("| model, T, routing | plan | routed rows | active experts | roofline us | fused grouped L1 us (x roofline) | "
+                                   "ours BF16 grouped GEMM us | torch._grouped_mm us | + swiglu_quantize us | torch + quantize / fused | candidate plan") +
+                      (candidate_fast ? " (fast activations)" : "") +
+                      " us (x roofline, / planned) | "
                       "same-state roofline us (fused x it) | torch + quantize / fused, same clock |\n"
                       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   char line[768];
