@@ -300,31 +300,19 @@ int main(int argc, char** argv) {
     std::function<void()> fused, swiglu_q, bf16_gemm, fused_candidate;
     const bool timing_candidate = has_candidate && c.T >= candidate_min_T;
     const fp4fuse::gemm::sm90::grouped_plan* cp = &candidate;
+    // The candidate plan's fused launch with activation `a` (the experimental kernel set compiles the swap-AB kernel too).
+    const auto candidate_with = [&](auto a) -> std::function<void()> {
+      return [=] { CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, a, nullptr, cp))); };
+    };
     if (m.bias) {
       const fp4fuse::activation::swiglu_clamped act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
-      fused_candidate = [=] {
-        CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
-      };
-      if (candidate_fast) {
-        const fp4fuse::activation::swiglu_clamped_fast fast{act.alpha, act.limit};
-        fused_candidate = [=] {
-          CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, fast, nullptr, cp)));
-        };
-      }
+      fused_candidate = candidate_fast ? candidate_with(fp4fuse::activation::swiglu_clamped_fast{act.alpha, act.limit}) : candidate_with(act);
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     } else {
       const fp4fuse::activation::swiglu act{};
       fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
-      fused_candidate = [=] {
-        CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, cp)));
-      };
-      if (candidate_fast) {
-        fused_candidate = [=] {
-          CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, fp4fuse::activation::swiglu_fast{},
-                                                                                                nullptr, cp)));
-        };
-      }
+      fused_candidate = candidate_fast ? candidate_with(fp4fuse::activation::swiglu_fast{}) : candidate_with(act);
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     }
     bf16_gemm = [=] {
