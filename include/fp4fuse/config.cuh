@@ -59,7 +59,7 @@
 
 // ---------------------------------------------------------------------------------------------
 // Architecture predicates. Each is 0 in the host pass and in device passes that lack the feature,
-// 1 otherwise. They are derived from the raw nvcc macros in one place (tests/config_arch.cu checks
+// 1 otherwise. They are derived from the raw nvcc macros in one place (tests/config.cu checks
 // them target by target).
 //
 // FP4FUSE_ARCH_HAS_E2M1_CVT: `cvt.rn.satfinite.e2m1x2.f32`, `cvt.rn.f16x2.e2m1x2` and the

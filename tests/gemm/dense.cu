@@ -1,8 +1,9 @@
-// The L1 GEMM example's three flows on both GEMM engines: flow 3 with the BF16 intermediate is
-// bit-identical to flow 2 + quantize; the fp32 flow 3 against a float64 reference (fraction of
-// differing codes and dequantization error, both bounded); flow 1's BF16 output and its
-// swiglu_quantize; every output byte written (two poisons), scale padding 0x00, guard zones
-// intact; edges T = 1, T % 128 != 0, I % 64 != 0, H % 64 != 0; invalid arguments refused.
+// The dense GEMM (include/fp4fuse/gemm/dense.cuh) through the L1 example's three flows, on both
+// engines: flow 3 with the BF16 intermediate is bit-identical to flow 2 + quantize; the fp32 flow 3
+// against a float64 reference (fraction of differing codes and dequantization error, both
+// bounded); flow 1's BF16 output and its swiglu_quantize; every output byte written (two poisons),
+// scale padding 0x00, guard zones intact; edges T = 1, T % 128 != 0, I % 64 != 0, H % 64 != 0;
+// invalid arguments refused. The planner and the split-K workspace sizes: tests/gemm/sm90/.
 #include "../../examples/l1_gemm/l1_gemm.cuh"
 #include "../../examples/l1_gemm/reference.hpp"
 #include "../kernels/kernel_test_support.cuh"
@@ -17,7 +18,7 @@
 using namespace fp4fuse_test;
 using act_t = fp4fuse::activation::swiglu;
 
-TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the host codec", "[examples]") {
+TEST_CASE("dense L1 GEMM: the host emulation of the fragment epilogue equals the host codec", "[gemm][dense]") {
   for (auto [T, I] : {std::pair{1, 16}, {37, 80}, {130, 208}}) {
     auto g = rng("l1 host emulation");
     std::normal_distribution<float> n(0.0f, 2.0f);
@@ -47,134 +48,7 @@ TEST_CASE("L1 example: the host emulation of the fragment epilogue equals the ho
   }
 }
 
-TEST_CASE("L1 example: the sm_90a launch plans", "[examples]") {
-  using fp4fuse::gemm::sm90::plan;
-  constexpr int sms = 132;  // H200
-  for (int T : {1, 64, 512, 4096, 16384, 100000}) {
-    for (auto [H, N] : {std::pair{7168, 4096}, {2880, 5760}, {64, 32}}) {
-      for (const bool staged : {false, true}) {
-      for (const int granule : {32, 8}) {
-        const fp4fuse::gemm::sm90::launch_plan p = plan(T, N, H, sms, staged, granule);
-        INFO("T=" << T << " H=" << H << " N=" << N << " staged store " << staged << " column granule " << granule);
-        // The staged store changes only the choice of the ping-pong for the cooperative tile.
-        const fp4fuse::gemm::sm90::launch_plan unstaged = plan(T, N, H, sms, false, granule);
-        if (staged && p.pingpong != unstaged.pingpong) {
-          CHECK((unstaged.pingpong == 1 && H >= 4096 && p.block_m == 128 && p.block_n == 256 && p.splits == 1));
-        } else if (staged) {
-          CHECK((p.block_n == unstaged.block_n && p.splits == unstaged.splits && p.block_m == unstaged.block_m));
-        }
-        CHECK(fp4fuse::gemm::sm90::validate_plan(&p));
-        CHECK(p.splits >= 1);
-        CHECK(p.splits <= (H + 63) / 64);  // every split has K blocks
-        const int tiles = ((T + p.block_m - 1) / p.block_m) * ((N + p.block_n - 1) / p.block_n);
-        CHECK(p.units == tiles * p.splits);
-        if (p.pingpong == 1) {
-          CHECK(p.splits == 1);
-          CHECK(p.in_flight == 1);  // one K step of MMAs in flight (bench/results/engine8.md, call G)
-          CHECK((p.block_m == 128 && p.block_n == 128));
-          CHECK(tiles >= 2 * sms);  // two tiles per CTA, one per consumer
-        }
-        // 64-row tiles only where 128-row ones leave SMs idle (small T, or N narrower than a tile)
-        if (p.block_m == 64) CHECK((T <= 1024 || N < 128));
-        const int cluster = fp4fuse::gemm::sm90::cluster_for(p, T);
-        CHECK((cluster == 1 || cluster == 2));
-        if (cluster == 2) CHECK((p.splits == 1 && T > p.block_m));
-        // 64 x 48 only for one row block, unsplit, in one wave, and for an epilogue that takes it.
-        if (p.block_n == 48) CHECK((granule == 8 && T <= 64 && p.block_m == 64 && p.splits == 1 && p.units <= sms && cluster == 1));
-      }
-      }
-    }
-  }
-  // Decode-sized T fills the chip with narrow tiles or a K split; large T does not split.
-  CHECK((plan(64, 4096, 7168, sms).block_n == 32 && plan(64, 4096, 7168, sms).splits == 1));  // 128 tiles, one wave
-  CHECK(plan(64, 4096, 7168, sms).units >= sms / 2);
-  CHECK((plan(64, 5760, 2880, sms).block_n == 64 && plan(64, 5760, 2880, sms).splits == 1));  // 90 tiles (64 x 32: 180)
-  // An epilogue whose column granule divides 48 (the BF16 stores: 8, 16) gets 120 tiles of 64 x 48
-  // there; NVFP4's 32 (the default) keeps 64 x 64; DeepSeek-V3's 64 x 32 (128 tiles) stays.
-  for (int T : {1, 8, 37, 64}) {
-    INFO("T=" << T);
-    for (int granule : {8, 16}) {
-      CHECK((plan(T, 5760, 2880, sms, false, granule).block_n == 48 && plan(T, 5760, 2880, sms, false, granule).splits == 1 &&
-             plan(T, 5760, 2880, sms, false, granule).units == 120 && plan(T, 5760, 2880, sms, false, granule).block_m == 64));
-      CHECK(plan(T, 5760, 2880, sms, true, granule).block_n == 48);
-      CHECK(plan(T, 4096, 7168, sms, false, granule).block_n == 32);
-    }
-    CHECK(plan(T, 5760, 2880, sms, false, 32).block_n == 64);
-  }
-  CHECK(plan(65, 5760, 2880, sms, false, 8).block_n != 48);  // two row blocks: not measured, not chosen
-  CHECK(fp4fuse::gemm::sm90::cluster_for(fp4fuse::gemm::sm90::launch_plan{48, 1, 0, 0, -1, 0, 64}, 200) == 1);
-  const fp4fuse::gemm::sm90::launch_plan clustered48{48, 1, 0, 2, -1, 0, 64}, split48{48, 3, 0, 1, -1, 0, 64};
-  CHECK_FALSE(fp4fuse::gemm::sm90::validate_plan(&clustered48));
-  CHECK(fp4fuse::gemm::sm90::validate_plan(&split48));
-  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::store_bf16<>> == 8);
-  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_bf16<act_t>> == 16);
-  static_assert(fp4fuse::gemm::column_granule<fp4fuse::gemm::swiglu_nvfp4<act_t>> == 32);
-  static_assert(fp4fuse::gemm::column_granule<int> == 32);  // an epilogue that states none
-  CHECK(plan(64, 1024, 7168, sms).splits > 1);  // 64 x 32 would leave 100 SMs idle: split K instead
-  CHECK(plan(16384, 4096, 7168, sms).splits == 1);
-  CHECK(plan(16384, 4096, 7168, sms).pingpong == 1);
-  // A staged BF16 store keeps the cooperative 128 x 256 over a long K (DeepSeek-V3), the ping-pong
-  // over a short one (GPT-OSS).
-  for (int T : {4096, 16384}) {
-    INFO("T=" << T);
-    CHECK((plan(T, 4096, 7168, sms, true).pingpong != 1 && plan(T, 4096, 7168, sms, true).block_n == 256));
-    CHECK(plan(T, 5760, 2880, sms, true).pingpong == 1);
-  }
-  CHECK(plan(64, 4096, 7168, sms).block_m == 64);  // decode: no MMA rows wasted on rows beyond T
-  CHECK(plan(64, 5760, 2880, sms).block_m == 64);
-  // GPT-OSS T = 512: 120 tiles of 128 x 192 fill one wave (128 x 256: 92 tiles, 128 x 128: 180).
-  CHECK((plan(512, 5760, 2880, sms).block_m == 128 && plan(512, 5760, 2880, sms).block_n == 192));
-  // ... unclustered (its 4-stage ring: clusters of 2 measured 1.04-1.09x slower there), where
-  // DeepSeek-V3's 128 x 128 tiles pair along M.
-  CHECK(fp4fuse::gemm::sm90::cluster_for(plan(512, 5760, 2880, sms), 512) == 1);
-  CHECK(fp4fuse::gemm::sm90::cluster_for(plan(512, 4096, 7168, sms), 512) == 2);
-  CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
-}
-
-TEST_CASE("sm90 engine: X's TMA box stops at M only for a lone 64-row tile without a cluster", "[examples]") {
-  using fp4fuse::gemm::sm90::config;
-  using fp4fuse::gemm::sm90::x_box_rows;
-  for (int M : {1, 8, 37, 63}) {
-    INFO("M=" << M);
-    CHECK(x_box_rows<config<64, 64>, 1>(M) == M);
-    CHECK(x_box_rows<config<32, 64>, 1>(M) == M);
-    CHECK(x_box_rows<config<256, 64>, 1>(M) == M);
-    CHECK(x_box_rows<config<64, 64>, 2>(M) == 64);  // a cluster along M: its peer's rows lie beyond M
-    CHECK(x_box_rows<config<256>, 1>(M) == 128);  // 128- and 192-row tiles keep their box
-    CHECK(x_box_rows<config<128, 192>, 2>(M) == 192);
-  }
-  for (int M : {64, 65, 100, 4096}) {
-    INFO("M=" << M);
-    CHECK(x_box_rows<config<64, 64>, 1>(M) == 64);
-  }
-  static_assert(fp4fuse::gemm::sm90::x_box_may_be_short<config<64, 64>, 1>);
-  static_assert(!fp4fuse::gemm::sm90::x_box_may_be_short<config<64, 64>, 2>);
-  static_assert(!fp4fuse::gemm::sm90::x_box_may_be_short<config<128>, 1>);
-}
-
-TEST_CASE("L1 example: the sm_90a split-K workspace sizes", "[examples]") {
-  using fp4fuse::gemm::sm90::workspace;
-  const fp4fuse::gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
-  // 128 x 512: 4 tiles of 128 x 128, 2 consumers of 64 accumulators per thread, 4 splits.
-  const fp4fuse::gemm::sm90::workspace_size need = workspace::size_for(split4, 128, 512, 8192);
-  CHECK(need.partial_floats == std::size_t(4) * 4 * 2 * 64 * 128);
-  CHECK(need.counter_count == 8);
-  CHECK(workspace::size_for(split4, 128, 512, 128).partial_floats == std::size_t(4) * 2 * 2 * 64 * 128);  // 2 K blocks: 2 splits
-  CHECK(workspace::size_for(split4, 128, 512, 64).counter_count == 0);  // 1 K block: no split, no workspace
-  CHECK(workspace::size_for(fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 1, 0}, 128, 512, 8192).partial_floats == 0);
-  // 64 x 32 tiles, 3 splits, 37 x 200: 7 tiles of one consumer with 16 accumulators (both slots kept).
-  const fp4fuse::gemm::sm90::workspace_size decode = workspace::size_for(fp4fuse::gemm::sm90::launch_plan{32, 3, 0, 1, 0, 0, 64}, 37, 200, 80 * 64);
-  CHECK(decode.partial_floats == std::size_t(7) * 3 * 2 * 16 * 128);
-  CHECK(decode.counter_count == 14);
-  float partial = 0;
-  unsigned counter = 0;
-  CHECK_FALSE(workspace{}.holds(need));
-  CHECK(workspace{&partial, &counter, need.partial_floats, need.counter_count}.holds(need));
-  CHECK_FALSE(workspace{&partial, &counter, need.partial_floats, need.counter_count - 1}.holds(need));
-  CHECK(workspace{}.holds(fp4fuse::gemm::sm90::workspace_size{}));
-}
-
-TEST_CASE("L1 example: invalid arguments are refused before any CUDA call", "[examples]") {
+TEST_CASE("dense L1 GEMM: invalid arguments are refused before any CUDA call", "[gemm][dense]") {
   // Fake, aligned, never dereferenced pointers: every case below fails validation, which runs on
   // the host before the engine is resolved or anything is launched (so this runs without a GPU).
   const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
@@ -477,7 +351,7 @@ bool wgmma_here(const char* untested) {
 
 }  // namespace
 
-TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[gpu][examples]") {
+TEST_CASE("dense L1 GEMM [gpu]: the three flows on every engine this GPU runs", "[gpu][gemm][dense]") {
   for (fp4fuse::gemm::engine e : engines_here()) {
     // T = 1; T % 128 != 0; I % 64 != 0 (80, 208, 1040); H % 64 != 0 (40 < 64, 72, 200); partial N tiles
     // (2I % 256 != 0); GPT-OSS's H = 2880, I = 2880; several tiles per CTA of the persistent kernel.
@@ -487,7 +361,7 @@ TEST_CASE("L1 example [gpu]: the three flows on every engine this GPU runs", "[g
   }
 }
 
-TEST_CASE("L1 example [gpu]: every tile width and K split of the wgmma engine", "[gpu][examples]") {
+TEST_CASE("dense L1 GEMM [gpu]: every tile width and K split of the wgmma engine", "[gpu][gemm][dense]") {
   if (!wgmma_here("the wgmma plans are not exercised")) return;
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
   // split tile (T = 1, 37), several units per CTA (1100 rows).
@@ -620,7 +494,7 @@ written_bf16 read_written(const device_buffer& buffer, int M, int cols, int ld) 
 }  // namespace
 
 TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
-          "[gpu][examples]") {
+          "[gpu][gemm][dense]") {
   if (!wgmma_here("the staged store is not exercised")) return;
   using fp4fuse::gemm::sm90::launch_plan;
   // Every plan that stages: the ping-pong in both cluster sizes and both MMA depths; the cooperative
@@ -691,7 +565,7 @@ TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperat
 }
 
 TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only those rows and computes exact zeros beyond them",
-          "[gpu][examples]") {
+          "[gpu][gemm][dense]") {
   if (!wgmma_here("the short X box is not exercised")) return;
   using fp4fuse::gemm::sm90::launch_plan;
   // X's box stops at M (x_box_rows) and the kernel zeroes the ring's rows beyond once, where TMA's
@@ -742,7 +616,7 @@ TEST_CASE("gemm [gpu]: a 64-row tile over fewer rows of X (decode) loads only th
 }
 
 TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 plan's bytes and nothing else; NVFP4 refuses them",
-          "[gpu][examples]") {
+          "[gpu][gemm][dense]") {
   if (!wgmma_here("the 64 x 48 tiles are not exercised")) return;
   using fp4fuse::gemm::sm90::launch_plan;
   // The planner gives the BF16 stores 64 x 48 tiles at decode where they fill one wave (GPT-OSS's
@@ -824,7 +698,7 @@ TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 pla
   }
 }
 
-TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][examples]") {
+TEST_CASE("dense L1 GEMM [gpu]: split-K launches on two streams at once", "[gpu][gemm][dense]") {
   if (!wgmma_here("the split-K workspace is not exercised")) return;
   // Two problems, each split 4 ways (16 and 24 CTAs: both fit on the chip at once), launched in
   // turn on two streams, 50 times each without waiting, each launch into its own output; every
@@ -856,7 +730,7 @@ TEST_CASE("L1 example [gpu]: split-K launches on two streams at once", "[gpu][ex
   CHECK((a.out.guard_intact() && b.out.guard_intact()));
 }
 
-TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams and in a CUDA graph", "[gpu][examples]") {
+TEST_CASE("dense L1 GEMM [gpu]: split-K with the caller's workspace, on two streams and in a CUDA graph", "[gpu][gemm][dense]") {
   if (!wgmma_here("the split-K workspace is not exercised")) return;
   using fp4fuse::gemm::sm90::workspace;
   constexpr int pairs = 20;
@@ -924,7 +798,7 @@ TEST_CASE("L1 example [gpu]: split-K with the caller's workspace, on two streams
   CHECK((a.out.guard_intact() && b.out.guard_intact() && partials_a.guard_intact() && counters_a.guard_intact()));
 }
 
-TEST_CASE("L1 example [gpu]: invalid arguments are refused and touch no memory", "[gpu][examples]") {
+TEST_CASE("dense L1 GEMM [gpu]: invalid arguments are refused and touch no memory", "[gpu][gemm][dense]") {
   gpu_problem p(64, 128, 64, "l1 invalid");
   FP4FUSE_TEST_CUDA(cudaMemset(p.S.as<void>(), 0, 4));
   const auto unchanged = [&] {

@@ -5,7 +5,8 @@
 // 0, 1, 15, 127, 128, 129 rows, all rows in one expert, uniform and skewed routing, both models'
 // shapes, both expert start conventions, bias and per-expert global scales, every grouped plan; a
 // CUDA graph captured once and replayed with other counts; the BF16 flows against the dense
-// kernel; the schedule's unit-to-group search and argument validation on the host.
+// kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
+// tests/gemm/sm90/).
 #include "../../examples/l1_gemm/moe_data.cuh"
 #include <fp4fuse/gemm/grouped.cuh>
 #include "../../examples/l1_gemm/moe_reference.hpp"
@@ -20,7 +21,7 @@ namespace moe = l1_gemm::moe;
 namespace gmoe = fp4fuse::gemm::moe;
 
 // First in the file: in a whole run the process's first GPU probe happens inside the capture.
-TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][gemm][moe]") {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();
@@ -48,105 +49,7 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
   FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
 }
 
-TEST_CASE("MoE L1: the grouped schedule finds each unit's group, empty groups skipped", "[examples][moe]") {
-  auto g = rng("moe group search");
-  for (int trial = 0; trial < 200; ++trial) {
-    const int groups = 1 + static_cast<int>(g() % 300), tiles_n = 1 + static_cast<int>(g() % 40);
-    std::vector<std::int32_t> first{0};
-    std::vector<int> owner;  // brute force: the group of every unit
-    for (int e = 0; e < groups; ++e) {
-      const int rows = g() % 3 == 0 ? 0 : static_cast<int>(g() % 5);  // many empty groups
-      first.push_back(first.back() + rows);
-      for (int u = 0; u < rows * tiles_n; ++u) owner.push_back(e);
-    }
-    for (int u = 0; u < static_cast<int>(owner.size()); ++u) {
-      REQUIRE(fp4fuse::gemm::sm90::detail::group_of_unit(first.data(), groups, tiles_n, u) == owner[static_cast<std::size_t>(u)]);
-    }
-  }
-}
-
-TEST_CASE("MoE L1: the swap-AB kernel's token chunks cover each expert's rows once, at widths of 16 up to 192", "[examples][moe]") {
-  for (int rows = 1; rows <= 2000; ++rows) {
-    constexpr int max_tokens = 192;
-    const int chunks = (rows + max_tokens - 1) / max_tokens;
-    int next = 0, widest = 0;
-    for (int c = 0; c < chunks; ++c) {
-      const auto t = fp4fuse::gemm::sm90::detail::token_chunk_of<max_tokens>(rows, c);
-      INFO("rows " << rows << " chunk " << c << ": token0 " << t.token0 << " tokens " << t.tokens << " width " << t.width);
-      REQUIRE(t.token0 == next);  // contiguous, in order
-      REQUIRE(t.tokens >= 1);
-      REQUIRE((t.width % 16 == 0 && t.width >= t.tokens && t.width < t.tokens + 16 && t.width <= max_tokens));
-      REQUIRE(t.last == (c == chunks - 1));
-      next += t.tokens;
-      widest = std::max(widest, t.width);
-    }
-    REQUIRE(next == rows);  // every row once
-    // Balanced: no chunk is wider than the rows spread evenly, rounded up to 16.
-    CHECK(widest == (((rows + chunks - 1) / chunks + 15) / 16) * 16);
-  }
-}
-
-TEST_CASE("MoE L1: the grouped plans name kernels that exist", "[examples][moe]") {
-  for (int rows : {1, 512, 4096, 32768, 262144})
-    for (int experts : {1, 8, 128, 256}) CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(rows, experts)));
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(4096, 256).block_m == 64);     // DeepSeek-V3 T = 512: 16 rows per expert
-  CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
-         fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N (K not given)
-  CHECK((fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(262144, 256).along_n));  // T = 32768
-  // Experts of mostly 129-176 rows: 192 x 128 cooperative tiles, from 121 with a long K (beyond 176
-  // a uniform routing sends many experts past 192 rows: the ping-pong, bench/results/engine5.md).
-  for (int k : {0, 2880, 7168})
-    for (int e : {128, 256}) {
-      const int rows_per_expert[] = {64, 65, 96, 120, 121, 128, 129, 176, 177, 192, 208, 209, 1024};
-      for (int r : rows_per_expert) {
-        const grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(r * e, e, 4096, k);
-        INFO("rows per expert " << r << ", K " << k);
-        CHECK(fp4fuse::gemm::sm90::valid(p));
-        const bool want_192 = (r > 128 || (k >= 4096 && r > 120)) && r <= 176;
-        CHECK((p.block_m == 192) == want_192);
-        CHECK((p.block_m == 192) == (!p.pingpong && p.block_m != 64 && p.cluster == 2 && p.along_n));
-      }
-    }
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(32768, 256, 4096, 7168).block_m == 192);  // DeepSeek-V3 T = 4096
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(16384, 128, 5760, 2880).pingpong);        // GPT-OSS T = 4096
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(20480, 128, 5760, 2880).block_m == 192);  // GPT-OSS T = 5120
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(49152, 256, 4096, 7168).pingpong);         // DeepSeek-V3 T = 6144: 192 per expert
-  // Decode: 64 x 128 tiles where the last 256-wide column tile would be at most half full (its box
-  // would read the next expert's W rows), 64 x 256 otherwise or when N is not given.
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128, 5760).block_n == 128);  // GPT-OSS T = 64: 2I = 5760 = 22.5 x 256
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(2048, 128, 5760).block_n == 128);  // GPT-OSS T = 512
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(512, 256, 4096).block_n == 256);   // DeepSeek-V3 T = 64: 16 full tiles
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(512, 256, 4096 + 192).block_n == 256);  // last tile 3/4 full: 128-wide tiles read as much
-  CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128).block_n == 256);
-  for (int n : {64, 128, 200, 256, 320, 5760})
-    CHECK(fp4fuse::gemm::sm90::valid(fp4fuse::gemm::sm90::plan_grouped(256, 128, n)));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{64, 64, 1, false}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 1, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 3, false}));
-  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 2, true, true}));         // ping-pong, cluster of 2 along N
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 256, 2, false, true}));  // along N: the ping-pong 128 x 128 and the 192 x 128 only
-  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true}));         // three consumer warpgroups, clusters of 2 along N
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, false}));         // ... only so
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 256, 2, false, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, true, true}));    // the ping-pong's tiles are 128 x 128
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 4, true, true}));    // clusters of 1 or 2
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{128, 128, 1, true, true}));   // along N needs a cluster of 2
-  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, false, false, true}));  // swap-AB: up to 192 tokens x 128 W rows
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{256, 128, 1, false, false, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 256, 1, false, false, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, false, true}));  // a cluster of 2 along N only
-  CHECK(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, false, true, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 2, true, true, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 1, true, false, true}));  // no swap-AB ping-pong (removed, engine13.md)
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 128, 2, true, true, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, true, false, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 2, true, true, true}));
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, false, false, true}));  // its units are 128 W rows
-  CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 1, false, false, true}));
-}
-
-TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[examples][moe]") {
+TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[gemm][moe]") {
   const auto fake = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
   const std::int32_t* offsets = static_cast<const std::int32_t*>(fake(0x800000));
   const gmoe::inputs good{{static_cast<const __nv_bfloat16*>(fake(0x100000)), 64, 256, 256}, static_cast<const __nv_bfloat16*>(fake(0x200000)),
@@ -381,7 +284,7 @@ const grouped_plan all_plans[] = {{64, 256, 1, false}, {64, 256, 2, false}, {64,
 
 }  // namespace
 
-TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_device, as the library launchers do", "[examples][moe]") {
+TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_device, as the library launchers do", "[gemm][moe]") {
   int devices = 0;
   const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   (void)cudaGetLastError();
@@ -404,7 +307,7 @@ TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_devi
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   // Edge counts: empty experts, 1, 15, 127, 128, 129 rows, and more than one tile pair; 64, 65,
   // 192 and 193 about the 192-row tiles' fragments (the second or third wholly beyond the rows).
@@ -456,7 +359,7 @@ void check_bands_without_memset(const std::vector<std::int32_t>& counts, const g
 
 }  // namespace
 
-TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding included, and nothing else", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding included, and nothing else", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   // Counts {128, 5} leave an offset_bound gap after a full band; 1 and 129 rows leave pairs of
   // tiles (clusters) beyond the expert's rows. 300 rows: the second 192-row tile's third consumer
@@ -469,7 +372,7 @@ TEST_CASE("MoE L1 [gpu]: the kernel writes each expert's band, in-band padding i
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe routings");
   const grouped_plan planned = fp4fuse::gemm::sm90::plan_grouped(512, 16);
@@ -513,7 +416,7 @@ TEST_CASE("MoE L1 [gpu]: routings and the models' shapes", "[gpu][examples][moe]
                                  "300 experts of 1-200 rows, 192 x 128 tiles");
 }
 
-TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe graph");
   const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
@@ -549,7 +452,7 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe bf16");
   const std::vector<std::int32_t> counts{0, 1, 15, 128, 129, 0, 40, 193};
@@ -586,7 +489,7 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: the swap-AB plan refuses the BF16 flows with a sentence, writing nothing", "[gpu][examples][moe]") {
+TEST_CASE("MoE L1 [gpu]: the swap-AB plan refuses the BF16 flows with a sentence, writing nothing", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   grouped_problem<offset_bound> p({3, 0, 40}, 128, 64, 3, false, false, rng("moe swap-AB bf16")());
   device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);

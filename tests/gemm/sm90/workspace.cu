@@ -1,0 +1,29 @@
+// gemm/sm90/workspace.cuh on the host: the split-K workspace a plan needs (partial sums and
+// tile counters) and whether a caller's workspace holds it.
+#include <fp4fuse/gemm/sm90/workspace.cuh>
+
+#include <cstddef>
+
+#include "../../test_support.hpp"
+
+TEST_CASE("workspace: the split-K workspace sizes", "[gemm][workspace]") {
+  using fp4fuse::gemm::sm90::workspace;
+  const fp4fuse::gemm::sm90::launch_plan split4{128, 4, 0, 1, 0};
+  // 128 x 512: 4 tiles of 128 x 128, 2 consumers of 64 accumulators per thread, 4 splits.
+  const fp4fuse::gemm::sm90::workspace_size need = workspace::size_for(split4, 128, 512, 8192);
+  CHECK(need.partial_floats == std::size_t(4) * 4 * 2 * 64 * 128);
+  CHECK(need.counter_count == 8);
+  CHECK(workspace::size_for(split4, 128, 512, 128).partial_floats == std::size_t(4) * 2 * 2 * 64 * 128);  // 2 K blocks: 2 splits
+  CHECK(workspace::size_for(split4, 128, 512, 64).counter_count == 0);  // 1 K block: no split, no workspace
+  CHECK(workspace::size_for(fp4fuse::gemm::sm90::launch_plan{128, 1, 0, 1, 0}, 128, 512, 8192).partial_floats == 0);
+  // 64 x 32 tiles, 3 splits, 37 x 200: 7 tiles of one consumer with 16 accumulators (both slots kept).
+  const fp4fuse::gemm::sm90::workspace_size decode = workspace::size_for(fp4fuse::gemm::sm90::launch_plan{32, 3, 0, 1, 0, 0, 64}, 37, 200, 80 * 64);
+  CHECK(decode.partial_floats == std::size_t(7) * 3 * 2 * 16 * 128);
+  CHECK(decode.counter_count == 14);
+  float partial = 0;
+  unsigned counter = 0;
+  CHECK_FALSE(workspace{}.holds(need));
+  CHECK(workspace{&partial, &counter, need.partial_floats, need.counter_count}.holds(need));
+  CHECK_FALSE(workspace{&partial, &counter, need.partial_floats, need.counter_count - 1}.holds(need));
+  CHECK(workspace{}.holds(fp4fuse::gemm::sm90::workspace_size{}));
+}
