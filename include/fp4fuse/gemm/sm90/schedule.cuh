@@ -88,14 +88,14 @@ FP4FUSE_HOST_DEVICE int fragments_with_rows(const work_unit& u) {
 /// Work unit `unit` (tile-major, splits of a tile adjacent): its tile in the grouped raster
 /// (M-blocks fastest within groups of `group_m`) and its K range in 64-column blocks. Fills the
 /// raster's fields only (m_blk, n_blk, tile, split, k_begin, k_end), in units of the cluster's
-/// tiles (`place_in_cluster` maps them to the CTA's).
-FP4FUSE_DEVICE work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
+/// tiles (`place_in_cluster` maps them to the CTA's). Host and device, so the CPU tests check it.
+FP4FUSE_HOST_DEVICE work_unit unit_at(int unit, int tiles_m, int tiles_n, int splits, int k_iters) {
   work_unit u;
   u.tile = unit / splits;
   u.split = unit % splits;
   const int per_group = group_m * tiles_n;
   const int first_m = (u.tile / per_group) * group_m;
-  const int rows_in_group = min(group_m, tiles_m - first_m);
+  const int rows_in_group = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
   const int in_group = u.tile % per_group;
   u.m_blk = first_m + in_group % rows_in_group;
   u.n_blk = in_group / rows_in_group;
@@ -159,7 +159,7 @@ struct split_k_fixup_member {
 /// cluster along M takes row blocks Cluster * m_blk + rank, one along N column blocks
 /// Cluster * n_blk + rank.
 template <int Cluster, bool AlongN>
-FP4FUSE_DEVICE void place_in_cluster(work_unit& u, int rank) {
+FP4FUSE_HOST_DEVICE void place_in_cluster(work_unit& u, int rank) {
   if constexpr (AlongN) {
     u.n_blk = u.n_blk * Cluster + rank;
   } else {
