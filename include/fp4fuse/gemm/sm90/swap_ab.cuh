@@ -159,11 +159,8 @@ inline constexpr bool has_swap_ab<Epilogue, std::void_t<decltype(std::declval<co
 /// the ring (the consumers' ring cursor runs on across units). The column padding needs no unit:
 /// `Cluster` units of 128 W rows cover whole granules of columns. `Schedule`:
 /// grouped_schedule<BandRows> (its tiles of MaxTokens rows are the token chunks). No plan chooses
-/// it: its epilogue, which no mainloop hides, makes it slower than the planned kernels at T = 4096.
-/// The exact activation is most of that epilogue's cost at GPT-OSS-120B and about half or less at
-/// DeepSeek-V3, and about half of the activation's cost is instruction fetch through each width's
-/// unrolled epilogue. With the fast activations it still misses the 1.25x target at GPT-OSS-120B
-/// (1.32-1.41x the roofline; bench/results/engine14.md).
+/// it: its epilogue, which no mainloop hides, makes it slower than the planned kernels at T = 4096,
+/// even with the fast activations (bench/results/engine14.md).
 /// \code
 /// [[maybe_unused]] auto* kernel = &fp4fuse::gemm::sm90::gemm_swap_ab_kernel<192, 2, fp4fuse::gemm::sm90::grouped_schedule<128>,
 ///     fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::swiglu_nvfp4<fp4fuse::scale_layout::expert_start::offset_bound,
