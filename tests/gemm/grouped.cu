@@ -4,7 +4,8 @@
 // rows beyond the routed ones untouched, sampled rows against the float64 reference; experts with
 // 0, 1, 15, 127, 128, 129 rows, all rows in one expert, uniform and skewed routing, both models'
 // shapes, both expert start conventions, bias and per-expert global scales, every grouped plan; a
-// CUDA graph captured once and replayed with other counts; the BF16 flows against the dense
+// CUDA graph captured once and replayed with other counts; the ping-pong kernel's unit counter
+// (the caller's, left zero; refused where a workspace has none); the BF16 flows against the dense
 // kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
 // tests/gemm/sm90/).
 #include "../../examples/l1_gemm/moe_data.cuh"
@@ -47,6 +48,43 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
     CHECK(here == (major == 9 && minor == 0));  // this binary has an sm_90a image
   }
   FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("MoE L1 [gpu]: a captured launch's unit counter is the graph's own, made zero without breaking the capture", "[gpu][gemm][moe]") {
+  if (!fp4fuse::gemm::detail::wgmma_runs_here()) return;
+  int device = 0;
+  FP4FUSE_TEST_CUDA(cudaGetDevice(&device));
+  const auto value_of = [](const unsigned* counter) {
+    unsigned value = 1;
+    FP4FUSE_TEST_CUDA(cudaMemcpy(&value, counter, sizeof value, cudaMemcpyDeviceToHost));
+    return value;
+  };
+  for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal}) {
+    INFO("capture mode " << static_cast<int>(mode));
+    cudaStream_t stream = nullptr;  // a new stream: no counter kept for it yet
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
+    unsigned* captured = nullptr;
+    const fp4fuse::result r = fp4fuse::gemm::sm90::detail::unit_counter_for(device, stream, &captured);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
+    CHECK(capture == cudaStreamCaptureStatusActive);
+    cudaGraph_t graph = nullptr;
+    FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    INFO(r.message());
+    REQUIRE(static_cast<bool>(r));
+    REQUIRE(captured != nullptr);
+    CHECK(value_of(captured) == 0u);
+    // Outside the capture: the counter kept for the stream, the same on every call, not the graph's.
+    unsigned *kept = nullptr, *again = nullptr;
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::unit_counter_for(device, stream, &kept)));
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::unit_counter_for(device, stream, &again)));
+    CHECK(kept == again);
+    CHECK(kept != captured);
+    CHECK(value_of(kept) == 0u);
+    FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
+  }
 }
 
 TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming the argument", "[gemm][moe]") {
@@ -420,10 +458,14 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
   if (!grouped_runs_here()) return;
   auto g = rng("moe graph");
   const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
-  // The plan for the capacity, and the 192 x 128 tiles, whose X boxes per unit depend on the counts.
-  for (const bool tiles_192 : {false, true}) {
+  // The plan for the capacity; the 192 x 128 tiles, whose X boxes per unit depend on the counts;
+  // the ping-pong kernel, whose units come from the graph's own counter, made during the capture
+  // and left zero by every replay.
+  for (const int which : {0, 1, 2}) {
     grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
-    const grouped_plan plan = tiles_192 ? grouped_plan{192, 128, 2, false, true} : fp4fuse::gemm::sm90::plan_grouped(p.capacity, p.E, p.N, p.H);
+    const grouped_plan plan = which == 1   ? grouped_plan{192, 128, 2, false, true}
+                              : which == 2 ? grouped_plan{128, 128, 2, true, true}
+                                           : fp4fuse::gemm::sm90::plan_grouped(p.capacity, p.E, p.N, p.H);
     INFO("plan " << plan.block_m << "x" << plan.block_n);
     cudaStream_t stream;
     FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -507,4 +549,61 @@ TEST_CASE("MoE L1 [gpu]: the swap-AB plan refuses the BF16 flows with a sentence
     const auto bytes = b->download();
     CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == poison; }));
   }
+}
+
+TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's counter and leaves it zero", "[gpu][gemm][moe]") {
+  if (!grouped_runs_here()) return;
+  auto g = rng("moe unit counter");
+  // 8 experts of about 1000 rows, 2I = 1024: about 256 units of 128 x 256 (a cluster's pair of
+  // 128 x 128 tiles), more than the resident clusters, so clusters take several units each.
+  const std::vector<std::int32_t> counts = moe::route(2000, 8, 4, moe::routing::uniform, g());
+  device_buffer counter(sizeof(unsigned));
+  FP4FUSE_TEST_CUDA(cudaMemset(counter.as<void>(), 0, sizeof(unsigned)));
+  const fp4fuse::gemm::sm90::workspace ws{nullptr, counter.as<unsigned>(), 0, 1};
+  for (const grouped_plan& plan : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
+    INFO("plan 128x128 ping-pong cluster " << plan.cluster << (plan.along_n ? " along N" : ""));
+    grouped_problem<offset_bound> p(counts, 256, 512, 9, false, false, g());
+    for (int launch = 0; launch < 3; ++launch) {
+      INFO("launch " << launch);
+      FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
+      FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
+      const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
+      INFO(r.message());
+      REQUIRE(static_cast<bool>(r));
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      check_against_dense(p, plan, fp4fuse::activation::swiglu{});
+      const auto left = counter.download();
+      CHECK(std::all_of(left.begin(), left.end(), [](unsigned char c) { return c == 0; }));  // reset by the launch's last taker
+      CHECK(counter.guard_intact());
+    }
+  }
+}
+
+TEST_CASE("MoE L1 [gpu]: a workspace without a counter is refused for a ping-pong plan, writing nothing", "[gpu][gemm][moe]") {
+  if (!grouped_runs_here()) return;
+  grouped_problem<offset_bound> p({40, 0, 130}, 128, 64, 3, false, false, rng("moe no counter")());
+  device_buffer gu(std::size_t(p.capacity) * p.N * 2);
+  const fp4fuse::gemm::sm90::workspace empty{};
+  const grouped_plan pingpong{128, 128, 2, true, true};
+  FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
+  FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
+  const int* offs = p.d_offsets.as<std::int32_t>();
+  for (const fp4fuse::result& r : {gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &pingpong, &empty),
+                                   gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &pingpong, &empty)}) {
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::null_pointer);
+    CHECK(std::string(r.message()).find("workspace has no counter") != std::string::npos);
+  }
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  for (const device_buffer* b : {&p.packed, &p.scales, &gu}) {
+    const auto bytes = b->download();
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == poison; }));
+  }
+  // A plan that needs no counter runs with the same workspace.
+  const grouped_plan cooperative{128, 128, 2, false};
+  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &cooperative, &empty);
+  INFO(r.message());
+  REQUIRE(static_cast<bool>(r));
+  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  check_against_dense(p, cooperative, fp4fuse::activation::swiglu{});
 }

@@ -184,7 +184,8 @@ struct expert_names {
 /// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
 /// this GPU runs the sm_90a kernels.
 inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts,
-                         const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan) {
+                         const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan,
+                         const sm90::workspace* workspace) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
             static_cast<long long>(in.x.ld), static_cast<long long>(in.x.cols));
@@ -208,6 +209,13 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
             "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
   if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
+  if (c && workspace != nullptr) {
+    const sm90::grouped_plan p = force_plan != nullptr ? *force_plan
+                                                       : sm90::plan_grouped(static_cast<int>(in.x.rows), experts, static_cast<int>(N), static_cast<int>(in.x.cols));
+    c.require(sm90::workspace::size_for(p).counter_count == 0 || (workspace->counters != nullptr && workspace->counter_count >= 1),
+              status::null_pointer,
+              "workspace has no counter, and this call's ping-pong plan takes its units from one (sm90::workspace::size_for(plan))");
+  }
   if (c && in.x.rows > 0) {
     // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.
     int device = 0;
@@ -226,10 +234,10 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
 /// `check_launch` has accepted.
 template <class Kernels = sm90::planned_kernels, class Epilogue>
 fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi, cudaStream_t stream,
-                       const sm90::grouped_plan* force_plan) {
+                       const sm90::grouped_plan* force_plan, const sm90::workspace* workspace = nullptr) {
   if (in.x.rows == 0) return {};
   return sm90::launch_grouped<Kernels>(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
-                              offsets, epi, stream, force_plan);
+                              offsets, epi, stream, force_plan, workspace);
 }
 
 }  // namespace detail
@@ -250,6 +258,10 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); the experimental
 /// swap-AB kernel only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`, which compiles
 /// it (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
+/// `workspace`: the caller's counter for a ping-pong plan, which takes its units in order from one
+/// (sm90::workspace::size_for(plan); zeroed once, every launch leaves it zero); null: the one kept
+/// for the device and stream, or under stream capture one of the graph's own (sm90/workspace.cuh:
+/// which launches may overlap).
 /// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
 /// using layout_t = fp4fuse::gemm::moe::grouped_layout<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 /// const layout_t layout{rows, I / 16, E, d_offsets};  // d_offsets: [E + 1] prefix sums, device memory
@@ -260,7 +272,8 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// \endcode
 template <class Intermediate = fp4fuse::intermediate::fp32, class Kernels = sm90::planned_kernels, class ExpertStart, class Activation>
 fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& out, const global_scales& S, const Activation& act,
-                          cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+                          cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
+                          const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
   if (force_plan != nullptr && force_plan->swap_ab && sm90::valid(*force_plan)) {  // an invalid plan: check_launch's sentence
     c.require(sm90::compiles_swap_ab<Kernels>, status::bad_shape,
@@ -274,7 +287,7 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
   c.aligned(S.scales, 4, "S", "float");
   const index_t N = 2 * out.cols();
   detail::check_launch(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
-                       {"out.layout.experts", "out.layout.expert_offsets"}, force_plan);
+                       {"out.layout.experts", "out.layout.expert_offsets"}, force_plan, workspace);
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
     return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
@@ -283,31 +296,33 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
   const nvfp4 e{out, S, act, in.bias};
   const int E = out.layout.experts;
   return in.bias != nullptr
-             ? detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan)
-             : detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan);
+             ? detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, true>{e, N}, stream, force_plan, workspace)
+             : detail::launch<Kernels>(in, N, E, out.layout.expert_offsets, epilogue::grouped<nvfp4, false>{e, N}, stream, force_plan, workspace);
 }
 
 /// Flow 1's GEMM: BF16 gate/up (+ bias) [rows, 2I] of every routed row, each element the fp32 sum
 /// (in the order of H) rounded once to BF16 (round to nearest even). Rows at or beyond
 /// offsets[experts] are not written. Preconditions as `run_fused`'s, with E = `experts` and the
 /// offsets given here; `gate_up` [rows, 2I] with 2I a multiple of 32, 16-byte aligned, ld a
-/// multiple of 8. 0 rows: ok, nothing launched.
+/// multiple of 8; `workspace` as for `run_fused`. 0 rows: ok, nothing launched.
 /// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
 /// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
 /// const fp4fuse::result r = fp4fuse::gemm::moe::run_bf16(in, {d_gate_up, rows, 2 * I, 2 * I}, E, d_offsets, stream);
 /// \endcode
 inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
-                                cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+                                cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
+                                const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
   c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
-  detail::check_launch(c, in, gate_up.cols, "gate_up.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan);
+  detail::check_launch(c, in, gate_up.cols, "gate_up.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace);
   if (!c) return c.outcome();
   const epilogue::store_bf16 e{gate_up, in.bias};
   const index_t N = gate_up.cols;
-  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, N}, stream, force_plan)
-                            : detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan);
+  return in.bias != nullptr
+             ? detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, N}, stream, force_plan, workspace)
+             : detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan, workspace);
 }
 
 /// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row: the activation of the
@@ -320,18 +335,19 @@ inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
 /// \endcode
 template <class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
-                                const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr) {
+                                const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
+                                const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_swiglu_bf16");
   c.matrix(h, "h", 16, 16, "NVFP4 blocks of the next step");
   c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
             static_cast<long long>(in.x.rows));
   const index_t N = 2 * h.cols;
-  detail::check_launch(c, in, N, "h.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan);
+  detail::check_launch(c, in, N, "h.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace);
   if (!c) return c.outcome();
   const epilogue::swiglu_bf16<Activation> e{h, act, in.bias};
   using g = epilogue::swiglu_bf16<Activation>;
-  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<g, true>{e, N}, stream, force_plan)
-                            : detail::launch(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan);
+  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<g, true>{e, N}, stream, force_plan, workspace)
+                            : detail::launch(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan, workspace);
 }
 
 }  // namespace fp4fuse::gemm::moe

@@ -1,5 +1,5 @@
-// gemm/sm90/workspace.cuh on the host: the split-K workspace a plan needs (partial sums and
-// tile counters) and whether a caller's workspace holds it.
+// gemm/sm90/workspace.cuh on the host: the workspace a plan needs (a K split's partial sums and
+// tile counters, a grouped ping-pong plan's unit counter) and whether a caller's workspace holds it.
 #include <fp4fuse/gemm/sm90/workspace.cuh>
 
 #include <cstddef>
@@ -26,4 +26,21 @@ TEST_CASE("workspace: the split-K workspace sizes", "[gemm][workspace]") {
   CHECK(workspace{&partial, &counter, need.partial_floats, need.counter_count}.holds(need));
   CHECK_FALSE(workspace{&partial, &counter, need.partial_floats, need.counter_count - 1}.holds(need));
   CHECK(workspace{}.holds(fp4fuse::gemm::sm90::workspace_size{}));
+}
+
+TEST_CASE("workspace: a grouped plan needs a unit counter exactly where its kernel takes its units (ping-pong)", "[gemm][workspace]") {
+  using fp4fuse::gemm::sm90::grouped_plan;
+  using fp4fuse::gemm::sm90::workspace;
+  for (const grouped_plan& p : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
+    CHECK(workspace::size_for(p).counter_count == 1);
+    CHECK(workspace::size_for(p).partial_floats == 0);
+  }
+  for (const grouped_plan& p : {grouped_plan{64, 256, 1, false}, grouped_plan{128, 128, 2, false}, grouped_plan{192, 128, 2, false, true},
+                                grouped_plan{192, 128, 1, false, false, true}}) {
+    CHECK(workspace::size_for(p).counter_count == 0);
+    CHECK(workspace::size_for(p).partial_floats == 0);
+  }
+  unsigned counter = 0;
+  CHECK(workspace{nullptr, &counter, 0, 1}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
+  CHECK_FALSE(workspace{}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
 }

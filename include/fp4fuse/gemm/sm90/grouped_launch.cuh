@@ -4,11 +4,13 @@
 #include <cuda/cmath>
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 #include "fp4fuse/gemm/sm90/grouped_schedule.cuh"
 #include "fp4fuse/gemm/sm90/launch.cuh"
 #include "fp4fuse/gemm/sm90/swap_ab.cuh"
+#include "fp4fuse/gemm/sm90/workspace.cuh"
 
 namespace fp4fuse::gemm::sm90 {
 
@@ -43,6 +45,11 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
 /// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
 /// not read), so the launch is the same for any routing of `rows` rows. `Kernels`: the kernels it
 /// compiles (plan.cuh): `planned_kernels`, or `experimental_kernels` for forced swap-AB plans.
+/// A ping-pong plan's kernel takes its units in order at run time from a counter
+/// (grouped_schedule.cuh's unit_order::taken): `ws`'s first counter (zero before the first launch;
+/// every launch leaves it zero), or with `ws` null the one kept for the device and stream, or
+/// under stream capture one of the graph's own (workspace.cuh says which launches may overlap).
+/// The other plans need no workspace.
 /// \code // not compiled: it instantiates every grouped kernel for the epilogue; tests/gemm/grouped.cu makes this call through run_bf16()
 /// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [4096, 2880] sorted by expert, W [32 * 5760, 2880]
 /// const std::int32_t* d_offsets = nullptr;               // [33] prefix sums of the routing counts, device memory
@@ -51,7 +58,7 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
 /// \endcode
 template <class Kernels = planned_kernels, class Epilogue>
 result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, int N, int K, int groups, const std::int32_t* offsets,
-                      const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr) {
+                      const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr, const workspace* ws = nullptr) {
   static_assert(std::is_same_v<Kernels, planned_kernels> || std::is_same_v<Kernels, experimental_kernels>,
                 "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
   int device = 0, sms = 0;
@@ -60,9 +67,23 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
   const params prm{rows, N, K, 1, nullptr, nullptr};
-  const grouped_arguments args{offsets, groups};
+  grouped_arguments args{offsets, groups};
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
   using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
+  // The ping-pong kernel takes its units at run time (unit_order::taken) from a counter: the
+  // caller's, or the one kept for the device and stream (workspace.cuh).
+  if (workspace::size_for(p).counter_count > 0) {
+    if (ws != nullptr) {
+      if (ws->counters == nullptr || ws->counter_count < 1) {
+        return result::with(status::null_pointer,
+                            "fp4fuse::gemm::sm90::launch_grouped: the workspace has no counter; the ping-pong plan takes its units from one "
+                            "(workspace::size_for(plan))");
+      }
+      args.counter = ws->counters;
+    } else if (const result r = detail::unit_counter_for(device, stream, &args.counter); !r) {
+      return r;
+    }
+  }
   if (p.swap_ab) {
     if constexpr (!detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
       return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
@@ -84,7 +105,9 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   const long long bound = (static_cast<long long>(rows) / p.block_m / cluster_m + groups + 1) * cuda::ceil_div(tiles_n, cluster_n);
   const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
   return grouped_kernels::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
-    return launch_tiles<decltype(shape), schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+    using Shape = decltype(shape);
+    using taken = grouped_schedule<detail::group_band_rows<Epilogue>, unit_order::taken>;
+    return launch_tiles<Shape, std::conditional_t<Shape::pingpong, taken, schedule>>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
   });
 }
 

@@ -10,6 +10,14 @@
 // W they read from DRAM about once), and within a group the dense raster (M-blocks fastest in
 // groups of 8, so that a large expert's X stays in L2 while its W strips stream past). No K split:
 // a grouped launch has enough units to fill the chip.
+//
+// Who runs which unit (`unit_order`): either fixed at launch (cluster c runs units c, c + C, ...
+// of the C clusters), or taken at run time from a counter in device memory, each cluster taking
+// the next unit when it is ready for one, so the units the chip runs at one time stay a window of
+// consecutive units however the clusters' speeds drift apart. The units that share a W strip or
+// an expert's X then run together and read it from DRAM about once; with the fixed order, a few
+// units of drift spread them over more of the raster than the L2 holds (bench/results/engine15.md
+// measured twice the needed DRAM bytes, engine16.md the time the taken order saves).
 #include <cuda/cmath>
 #include <cub/block/block_scan.cuh>
 #include <cuda/ptx>
@@ -40,21 +48,72 @@ FP4FUSE_HOST_DEVICE int group_of_unit(const std::int32_t* first_unit_row, int gr
 
 }  // namespace detail
 
-/// What the host passes to the grouped schedule: the device array of group offsets and the group
-/// count (one type for every BandRows, so that launchers build it once).
+/// How a grouped launch's clusters get their units.
+enum class unit_order {
+  fixed,  ///< cluster c of the grid's C runs units c, c + C, c + 2C, ...
+  taken,  ///< each cluster takes the next unit from a counter in device memory when it is ready for one (the ping-pong kernel only)
+};
+
+/// What the host passes to the grouped schedule: the device array of group offsets, the group
+/// count and, for unit_order::taken, the counter (one type for every schedule, so that launchers
+/// build it once).
 struct grouped_arguments {
   const std::int32_t* offsets;  ///< [groups + 1], device memory: group g owns rows [offsets[g], offsets[g + 1])
   int groups;                   ///< 1 .. max_groups
+  /// unit_order::taken: one word of device memory, zero before the launch; the launch leaves it
+  /// zero (its last taker resets it), so one counter serves any number of launches that do not
+  /// overlap. Ignored by unit_order::fixed.
+  unsigned* counter = nullptr;
 };
+
+namespace detail {
+
+/// The queue through which the taker (a thread of rank 0's producer warpgroup) hands the units it
+/// takes from the counter to the producer and the consumers of every CTA of the cluster: entry i
+/// (slot i % depth) holds the cluster's i-th unit. `full[s]` (in each CTA) completes when the
+/// taker has written the slot, `empty[s]` (rank 0's) when every reader of the cluster has read it.
+struct unit_queue {
+  /// Entries: the taker takes unit i once the consumer of unit i - 2 has started it, about a
+  /// unit's mainloop before the producer loads unit i (the atomic's latency off the producer's
+  /// path), and a cluster holds at most two units it has not started.
+  static constexpr int depth = 2;
+  std::uint64_t full[depth];
+  std::uint64_t empty[depth];
+  int unit[depth];
+};
+
+/// Waits for phase `parity` of `barrier` with acquire semantics at cluster scope: the unit queue's
+/// slots are written by another CTA's thread, which arrives with release semantics at that scope.
+FP4FUSE_DEVICE void wait_parity_cluster(std::uint64_t* barrier, std::uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, barrier, parity)) {
+  }
+}
+
+/// Arrives on `barrier` (in this CTA's shared memory) in the CTA of cluster rank `rank`, with
+/// release semantics at cluster scope; `own`: this CTA's rank (its own barrier is arrived on by
+/// its shared address, without mapping it).
+template <int Cluster>
+FP4FUSE_DEVICE void arrive_at_rank(std::uint64_t* barrier, int rank, int own) {
+  if (Cluster == 1 || rank == own) {
+    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared, barrier);
+  } else {
+    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                               static_cast<std::uint64_t*>(__cluster_map_shared_rank(barrier, static_cast<unsigned>(rank))));
+  }
+}
+
+}  // namespace detail
 
 /// The grouped schedule. BandRows > 0: each unit also says where its group starts in a
 /// concatenation of the groups each rounded up to BandRows rows (`work_unit::group_band_row0`, the
 /// prefix sum an output laid out in bands needs, such as the grouped NVFP4 scales; the schedule
-/// knows nothing of what the bands hold); 0: no bands (the field is 0).
-template <int BandRows = 0>
+/// knows nothing of what the bands hold); 0: no bands (the field is 0). `Order`: who runs which
+/// unit (unit_order; `taken` needs `arguments::counter` and runs in the ping-pong kernel only).
+template <int BandRows = 0, unit_order Order = unit_order::fixed>
 struct grouped_schedule {
   static_assert(BandRows >= 0, "grouped_schedule: BandRows >= 0");
   static constexpr int band_rows = BandRows;  ///< the bands' rows (0: none)
+  static constexpr unit_order order = Order;  ///< who runs which unit
   using arguments = grouped_arguments;       ///< what the host passes
 
   /// The schedule of one CTA (schedule.cuh's concept).
@@ -71,6 +130,15 @@ struct grouped_schedule {
     const std::int32_t* row0;            ///< shared: offsets[g]
     const std::int32_t* first_unit_row;  ///< shared: sum over i < g of the unit rows of group i
     const std::int32_t* band_row0;       ///< shared: sum over i < g of round_up(rows_i, BandRows)
+    unsigned* counter;                   ///< unit_order::taken: arguments::counter
+    detail::unit_queue* queue;           ///< unit_order::taken: shared
+    /// Whether the CTA's units come from the counter (producer_unit, consumer_unit) rather than
+    /// from `first` and `stride`.
+    static constexpr bool takes_units = Order == unit_order::taken;
+    /// unit_order::taken: the readers of each queue entry per CTA, the producer and the four warps
+    /// of the one consumer warpgroup that runs the unit (the ping-pong kernel's; the cooperative
+    /// kernel, whose consumers all run every unit, refuses this schedule).
+    static constexpr std::uint32_t queue_readers_per_cta = 1 + 4;
 
     /// All the CTA's threads (Cfg::threads): each reads up to three groups' offsets, one block-wide scan gives every
     /// group's first unit row and (BandRows > 0) its first row in the banded concatenation. A
@@ -80,8 +148,23 @@ struct grouped_schedule {
       __shared__ std::int32_t s_row0[max_groups + 1], s_unit[max_groups + 1], s_padded[max_groups + 1];
       using scan_t = cub::BlockScan<unsigned long long, Cfg::threads>;
       __shared__ typename scan_t::TempStorage scan_storage;
-      static_assert(sizeof s_row0 + sizeof s_unit + sizeof s_padded + sizeof scan_storage + Cfg::smem_bytes <= max_smem_per_cta,
-                    "grouped_schedule: the group scan and the ring must fit in a CTA's shared memory (lower max_groups)");
+      static_assert(sizeof s_row0 + sizeof s_unit + sizeof s_padded + sizeof scan_storage + sizeof(detail::unit_queue) + Cfg::smem_bytes <=
+                        max_smem_per_cta,
+                    "grouped_schedule: the group scan, the unit queue and the ring must fit in a CTA's shared memory (lower max_groups)");
+      counter = args.counter;
+      queue = nullptr;
+      if constexpr (takes_units) {
+        __shared__ detail::unit_queue s_queue;
+        queue = &s_queue;
+        // Thread 0 initialises the barriers here; the kernel's init_ring, after this constructor,
+        // fences barrier initialisation and syncs the cluster before any thread uses them.
+        if (threadIdx.x == 0) {
+          for (int i = 0; i < detail::unit_queue::depth; ++i) {
+            cuda::ptx::mbarrier_init(&s_queue.full[i], 1);
+            cuda::ptx::mbarrier_init(&s_queue.empty[i], static_cast<std::uint32_t>(Cluster * queue_readers_per_cta));
+          }
+        }
+      }
       constexpr int per_thread = (max_groups + Cfg::threads) / Cfg::threads;  // covers index `groups` too
       groups = args.groups;
       // Per group: unit rows in the low word, banded rows in the high word (both sums stay below
@@ -131,6 +214,35 @@ struct grouped_schedule {
       rank = Cluster == 1 ? 0 : static_cast<int>(cuda::ptx::get_sreg_cluster_ctarank());
     }
 
+    /// unit_order::taken, one thread of each CTA's producer warpgroup other than the producer's:
+    /// in rank 0, takes the cluster's units from the counter into every CTA's queue, in order,
+    /// until it has handed `units` (none left) to both consumer warpgroups; in rank 1, nothing.
+    __device__ void take_units() const {
+      static_assert(takes_units, "grouped_schedule::take_units: unit_order::taken only");
+      if (rank != 0) return;
+      bool all_taken = false;
+      for (int j = 0, ends = 0; ends < 2; ++j) ends += take(j, all_taken) ? 1 : 0;
+    }
+
+    /// unit_order::taken, the producer thread: the CTA's i-th unit (i = 0, 1, ...; `units` once
+    /// none is left), the same in both CTAs of a cluster.
+    __device__ int producer_unit(int i) const {
+      static_assert(takes_units, "grouped_schedule::producer_unit: unit_order::taken only");
+      const int unit = read(i);
+      detail::arrive_at_rank<Cluster>(&queue->empty[i % detail::unit_queue::depth], 0, rank);
+      return unit;
+    }
+
+    /// unit_order::taken, every thread of the consumer warpgroup that runs the CTA's i-th unit:
+    /// that unit (`units` once none is left).
+    __device__ int consumer_unit(int i) const {
+      static_assert(takes_units, "grouped_schedule::consumer_unit: unit_order::taken only");
+      const int unit = read(i);
+      __syncwarp();  // the warp's reads before its lane 0 frees the entry
+      if (threadIdx.x % 32 == 0) detail::arrive_at_rank<Cluster>(&queue->empty[i % detail::unit_queue::depth], 0, rank);
+      return unit;
+    }
+
     /// Unit `unit`: its group by binary search over the shared prefix sums, then the dense raster
     /// within the group; with clusters along M a unit is a pair of the group's row blocks, CTA
     /// `rank` taking 2 * pair + rank (beyond the group's rows for an odd last one: its epilogue
@@ -148,6 +260,44 @@ struct grouped_schedule {
       u.group_rows = row0[g + 1] - row0[g];
       u.group_band_row0 = band_row0[g];
       return u;
+    }
+
+   private:
+    /// The queue's entry i, once rank 0's producer has written it.
+    __device__ int read(int i) const {
+      const int slot = i % detail::unit_queue::depth;
+      detail::wait_parity_cluster(&queue->full[slot], static_cast<std::uint32_t>(i / detail::unit_queue::depth) & 1u);
+      return *static_cast<volatile int*>(&queue->unit[slot]);
+    }
+
+    /// Rank 0's taker: entry j of every CTA's queue gets the counter's next unit, or `units` once
+    /// they are all taken (returns true then). Each cluster takes exactly one value at or beyond
+    /// `units` (it then stops), so the launch's last take is the one that returns
+    /// units + clusters - 1, and that cluster resets the counter for the next launch: no other
+    /// cluster takes again.
+    __device__ bool take(int j, bool& all_taken) const {
+      const int slot = j % detail::unit_queue::depth;
+      // The entry's previous readers (of the cluster's unit j - depth) are done with it.
+      detail::wait_parity_cluster(&queue->empty[slot], (static_cast<std::uint32_t>(j / detail::unit_queue::depth) & 1u) ^ 1u);
+      int unit = units;
+      if (!all_taken) {
+        const unsigned ticket = atomicAdd(counter, 1u);
+        if (ticket < static_cast<unsigned>(units)) {
+          unit = static_cast<int>(ticket);
+        } else {
+          all_taken = true;
+          if (ticket == static_cast<unsigned>(units) + gridDim.x / Cluster - 1) atomicExch(counter, 0u);
+        }
+      }
+      for (int r = 0; r < Cluster; ++r) {  // the taker is rank 0
+        if (r == 0) {
+          *static_cast<volatile int*>(&queue->unit[slot]) = unit;
+        } else {
+          *static_cast<volatile int*>(__cluster_map_shared_rank(&queue->unit[slot], static_cast<unsigned>(r))) = unit;
+        }
+        detail::arrive_at_rank<Cluster>(&queue->full[slot], r, 0);  // release: the unit's store before the arrival
+      }
+      return unit == units;
     }
   };
 };

@@ -42,6 +42,8 @@ FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap
   auto* last_flag = static_cast<int*>(ring.hand_off);
   // Constructed by all threads together, before the roles split (schedule.cuh).
   const typename Schedule::template cta<cfg, Cluster, AlongN> sched(prm, sched_args, prm.splits);
+  static_assert(!decltype(sched)::takes_units,
+                "gemm_kernel: a schedule that takes its units at run time hands each unit to one consumer warpgroup (the ping-pong kernel's)");
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
@@ -169,15 +171,21 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
+    if constexpr (decltype(sched)::takes_units) {
+      if (threadIdx.x == 32) sched.take_units();  // another warp: the counter's latency stays off the producer's path
+    }
   } else {
     detail::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();
     const detail::mainloop<cfg, Cluster, 2, InFlight> mma{detail::descriptor_low(ring.a), detail::descriptor_low(ring.b), leader, thread};
-    int position = consumer * k_iters;  // ring position of this consumer's next stage
     std::uint32_t turn_phase = 0;
-    for (int unit = sched.first + consumer * sched.stride; unit < sched.units; unit += 2 * sched.stride, position += 2 * k_iters) {
+    // Consumer c runs the CTA's units c, c + 2, ... (i); `position`: the ring position of its next stage.
+    for (int i = consumer, unit = sched.first + consumer * sched.stride, position = consumer * k_iters;;
+         i += 2, unit += 2 * sched.stride, position += 2 * k_iters) {
+      if constexpr (decltype(sched)::takes_units) unit = sched.consumer_unit(i);
+      if (unit >= sched.units) break;
       if (position > 0) {  // every mainloop but the CTA's first waits for the other's to pass
         detail::wait_parity(&order[consumer], turn_phase);
         turn_phase ^= 1;
@@ -260,6 +268,9 @@ __global__ void __launch_bounds__((config<BlockN, BlockM>::threads), 1)  // pare
 /// other has passed the end of its previous one (an order barrier): without it a consumer that
 /// skips a whole ring pass would wait on a barrier two phases ahead, which the parity wait cannot
 /// tell from the phase before. Clusters of 2 along M multicast W as in gemm_kernel. No K split.
+/// A schedule that takes its units at run time (grouped_schedule's unit_order::taken) takes them
+/// in a thread of the producer warpgroup's second warp and hands the CTA's i-th unit to the
+/// producer and to consumer i % 2 through a queue in shared memory.
 /// A consumer keeps the MMAs of `InFlight` K steps (1 or 2) queued on the tensor cores, so that
 /// the other consumer's epilogue, competing for the same issue slots, can delay its next issue by
 /// up to that many K steps without the tensor cores running dry; the stages they read are held.

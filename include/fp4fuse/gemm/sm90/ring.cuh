@@ -80,7 +80,8 @@ FP4FUSE_DEVICE void init_ring(const ring<Cfg>& r, std::uint32_t empty_arrivals) 
   cluster_sync<Cluster>();
 }
 
-/// The producer (one thread): the X and W tiles of every K step of the CTA's units, in order,
+/// The producer (one thread): the X and W tiles of every K step of the CTA's units (the
+/// schedule's first, first + stride, ..., or those it takes: Schedule::takes_units), in order,
 /// into the ring, from the rows each unit names (schedule.cuh: `a_row`, `b_row`). With clusters
 /// along M each CTA loads half of the W tile and multicasts it to both CTAs' slots (same offsets);
 /// along N (AlongN) half of the X tile. The tensor maps' boxes are the halves the producer loads
@@ -100,7 +101,9 @@ FP4FUSE_DEVICE void produce(const ring<Cfg>& r, const CUtensorMap& tma_x, const 
   constexpr int box_bytes = 64 * block_k * 2;  // one 64-row X box
   int stage = 0;
   std::uint32_t phase = 0;
-  for (int unit = sched.first; unit < sched.units; unit += sched.stride) {
+  for (int i = 0, unit = sched.first;; ++i, unit += sched.stride) {
+    if constexpr (Schedule::takes_units) unit = sched.producer_unit(i);
+    if (unit >= sched.units) break;
     const auto u = sched.at(unit);  // a work_unit (schedule.cuh)
     int x_boxes = 0;                      // skips_empty_fragments: the X boxes each stage brings
     std::uint32_t tx = x_bytes + cfg::b_stage_bytes;  // the bytes each stage's full barrier expects

@@ -24,6 +24,14 @@
 //                  kernel's consumer c takes every other one, from first + c * stride). `units`
 //                  may depend on data (the grouped schedule's tiles per group); the launch sizes
 //                  the grid by an upper bound.
+//     static constexpr bool takes_units
+//                  true: the CTA's units are not first + i * stride but taken at run time
+//                  (grouped_schedule's unit_order::taken): the ping-pong kernel runs
+//                  `void take_units()` in one thread of its producer warpgroup (not the producer)
+//                  and asks for its i-th unit with `int producer_unit(int i)` (its producer thread)
+//                  and `int consumer_unit(int i)` (the consumer warpgroup that runs it), each
+//                  returning `units` once none is left; the cooperative kernel refuses such a
+//                  schedule.
 //     int rank     the CTA's rank in its cluster (0 without clusters): which half of the shared
 //                  operand's tile (W along M, X along N) its producer loads and multicasts.
 //     int k_iters  the 64-column K blocks of a whole unit: the ping-pong kernel, which does not
@@ -190,6 +198,7 @@ struct dense_schedule {
     int stride;     ///< units between this CTA's consecutive ones
     int rank;       ///< the CTA's rank in its cluster
     int rows;       ///< M
+    static constexpr bool takes_units = false;  ///< units first, first + stride, ...
     /// All threads of the CTA, at kernel start (the concept above).
     __device__ cta(const params& prm, const arguments&, int splits_) {
       const int tiles_m = cuda::ceil_div(prm.M, Cfg::rows);

@@ -1,6 +1,8 @@
 #pragma once
-// The split-K workspace of the sm_90a GEMM: the FP32 fragment of every split of a tile, and per
-// tile and consumer an arrival counter that picks the last split to arrive, which sums them.
+// The sm_90a GEMM's workspace: for a K split, the FP32 fragment of every split of a tile, and per
+// tile and consumer an arrival counter that picks the last split to arrive, which sums them; for a
+// grouped launch whose kernel takes its units at run time (the ping-pong kernel,
+// grouped_schedule.cuh's unit_order::taken), one counter of the units taken.
 //
 // Two launches that split K at once must not share a workspace: one's splits would count towards
 // the other's arrivals and sum the other's fragments. So a launch either takes a workspace its
@@ -13,6 +15,13 @@
 // stream are ordered by it; this holds for nullptr, cudaStreamLegacy and cudaStreamPerThread
 // too, each taken as the stream it stands for in the calling thread. A caller-owned workspace is
 // like an output buffer: launches that may overlap (two streams, two graphs) need one each.
+//
+// A grouped launch's unit counter: the caller's (`workspace::counters`, at least one), or else
+// one kept for the launch's device and stream (allocated on first use, never freed), or, for a
+// launch captured into a graph, one of the graph's own (allocated at capture, never freed: 4
+// bytes per captured launch). Launches that may overlap must not share a counter: a caller's
+// counter serves one launch at a time, and a graph's own counter serves one replay at a time (the
+// replays of one executable graph are ordered; two instantiations of one graph share it).
 #include <cuda/cmath>
 #include <cuda_runtime_api.h>
 
@@ -61,6 +70,14 @@ struct workspace {
     const std::size_t tiles = static_cast<std::size_t>(cuda::ceil_div(M, lp.block_m)) * cuda::ceil_div(N, lp.block_n);
     const std::size_t registers = consumer_columns(lp.block_m, lp.block_n) / 2;  // accumulators per consumer thread
     return {tiles * splits * 2 * registers * 128, tiles * 2};
+  }
+  /// What a grouped launch of plan `gp` needs: one counter where its kernel takes its units at
+  /// run time (the ping-pong kernel's plans), nothing otherwise.
+  /// \code
+  /// static_assert(fp4fuse::gemm::sm90::workspace::size_for(fp4fuse::gemm::sm90::grouped_plan{128, 128, 2, true, true}).counter_count == 1);
+  /// \endcode
+  static constexpr workspace_size size_for(const grouped_plan& gp) {
+    return gp.pingpong && !gp.swap_ab ? workspace_size{0, 1} : workspace_size{};
   }
   /// True when this workspace has room for `need`.
   /// \code
@@ -118,6 +135,7 @@ inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& ne
 struct stream_workspace {
   std::mutex mutex;
   workspace ws;
+  unsigned* unit_counter = nullptr;  ///< a grouped launch's unit counter: allocated once, zero between launches, never freed
 };
 
 /// The workspace kept for `stream` on `device`, created empty on first use. Keyed by the stream's
@@ -133,6 +151,52 @@ inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_
   static std::map<std::pair<int, unsigned long long>, stream_workspace> cache;  // map nodes never move
   const std::lock_guard<std::mutex> lock(mutex);
   *out = &cache[{device, id}];
+  return {};
+}
+
+/// A new unit counter, zeroed: allocated in relaxed capture mode on a private stream with
+/// stream-ordered calls only, so also while `stream`, or another stream, is being captured (both
+/// measured to leave a capture intact), and zero before any launch, captured or not, reads it.
+/// Never freed.
+inline fp4fuse::result new_unit_counter(unsigned** out) {
+  const char* entry = "fp4fuse::gemm::sm90 workspace (the grouped unit counter)";
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (const cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  unsigned* counter = nullptr;
+  cudaStream_t zeroing = nullptr;
+  cudaError_t err = cudaStreamCreateWithFlags(&zeroing, cudaStreamNonBlocking);
+  if (err == cudaSuccess) err = cudaMallocAsync(&counter, sizeof(unsigned), zeroing);
+  if (err == cudaSuccess) err = cudaMemsetAsync(counter, 0, sizeof(unsigned), zeroing);
+  if (err != cudaSuccess && counter != nullptr) (void)cudaFreeAsync(counter, zeroing);
+  if (zeroing != nullptr) {
+    const cudaError_t synced = cudaStreamSynchronize(zeroing);
+    if (err == cudaSuccess) err = synced;
+    (void)cudaStreamDestroy(zeroing);
+  }
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode again
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  *out = counter;
+  return {};
+}
+
+/// The unit counter of a grouped launch on `stream` without the caller's: outside a capture, the
+/// one kept for (`device`, `stream`), made on first use; while `stream` is being captured, a new
+/// one, the graph's own (cudaStreamGetId, the kept counters' key, is refused for a capturing
+/// stream and invalidates the capture, measured; and a graph's own counter is not shared with
+/// the stream's later launches, which may run while the graph does).
+inline fp4fuse::result unit_counter_for(int device, cudaStream_t stream, unsigned** out) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (const cudaError_t err = cudaStreamIsCapturing(stream, &capture); err != cudaSuccess) {
+    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace (the grouped unit counter)");
+  }
+  if (capture != cudaStreamCaptureStatusNone) return new_unit_counter(out);
+  stream_workspace* kept = nullptr;
+  if (const fp4fuse::result r = cached_workspace(device, stream, &kept); !r) return r;
+  const std::lock_guard<std::mutex> lock(kept->mutex);
+  if (kept->unit_counter == nullptr) {
+    if (const fp4fuse::result r = new_unit_counter(&kept->unit_counter); !r) return r;
+  }
+  *out = kept->unit_counter;
   return {};
 }
 
