@@ -135,8 +135,8 @@ struct grouped_schedule {
     /// Whether the CTA's units come from the counter (producer_unit, consumer_unit) rather than
     /// from `first` and `stride`.
     static constexpr bool takes_units = Order == unit_order::taken;
-    /// unit_order::taken: the readers of each queue entry per CTA, the producer and the four warps
-    /// of the one consumer warpgroup that runs the unit (the ping-pong kernel's; the cooperative
+    /// unit_order::taken: the readers of each queue entry per CTA, the producer and lane 0 of each
+    /// of the four warps of the one consumer warpgroup that runs the unit (the ping-pong kernel's; the cooperative
     /// kernel, whose consumers all run every unit, refuses this schedule).
     static constexpr std::uint32_t queue_readers_per_cta = 1 + 4;
 
@@ -234,13 +234,18 @@ struct grouped_schedule {
     }
 
     /// unit_order::taken, every thread of the consumer warpgroup that runs the CTA's i-th unit:
-    /// that unit (`units` once none is left).
+    /// that unit (`units` once none is left). Lane 0 of each warp reads the entry, frees it and
+    /// hands the unit to its warp by shuffle, so no other lane touches the entry (a lane's read
+    /// ordered before lane 0's release only by a __syncwarp, which the compiler may drop in
+    /// converged code, is a race to compute-sanitizer's racecheck).
     __device__ int consumer_unit(int i) const {
       static_assert(takes_units, "grouped_schedule::consumer_unit: unit_order::taken only");
-      const int unit = read(i);
-      __syncwarp();  // the warp's reads before its lane 0 frees the entry
-      if (threadIdx.x % 32 == 0) detail::arrive_at_rank<Cluster>(&queue->empty[i % detail::unit_queue::depth], 0, rank);
-      return unit;
+      int unit = 0;
+      if (threadIdx.x % 32 == 0) {
+        unit = read(i);
+        detail::arrive_at_rank<Cluster>(&queue->empty[i % detail::unit_queue::depth], 0, rank);
+      }
+      return __shfl_sync(0xFFFFFFFFu, unit, 0);
     }
 
     /// Unit `unit`: its group by binary search over the shared prefix sums, then the dense raster
