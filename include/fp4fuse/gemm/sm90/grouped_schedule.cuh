@@ -221,6 +221,8 @@ struct grouped_schedule {
       static_assert(takes_units, "grouped_schedule::take_units: unit_order::taken only");
       if (rank != 0) return;
       bool all_taken = false;
+      // `units` at two consecutive entries, e and e + 1: the producer and consumer e % 2 stop at e,
+      // the other consumer at e + 1 (whose empty phase never completes: nothing waits on it).
       for (int j = 0, ends = 0; ends < 2; ++j) ends += take(j, all_taken) ? 1 : 0;
     }
 

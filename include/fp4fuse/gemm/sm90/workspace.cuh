@@ -21,7 +21,9 @@
 // launch captured into a graph, one of the graph's own (allocated at capture, never freed: 4
 // bytes per captured launch). Launches that may overlap must not share a counter: a caller's
 // counter serves one launch at a time, and a graph's own counter serves one replay at a time (the
-// replays of one executable graph are ordered; two instantiations of one graph share it).
+// replays of one executable graph are ordered; two instantiations of one graph share it, as do
+// two child-graph nodes made of one captured graph). A counter left nonzero (a launch aborted on
+// the device) makes the next launch skip units: like the split-K counters, it must be zero.
 #include <cuda/cmath>
 #include <cuda_runtime_api.h>
 
