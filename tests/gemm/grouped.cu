@@ -21,6 +21,22 @@ using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
 namespace moe = l1_gemm::moe;
 namespace gmoe = fp4fuse::gemm::moe;
 
+namespace {
+/// Runs `call` while `stream` is being captured in `mode`, checks that the capture is still active
+/// after it, and ends the capture (the graph is discarded).
+template <class Call>
+void inside_capture(cudaStream_t stream, cudaStreamCaptureMode mode, const Call& call) {
+  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
+  call();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
+  CHECK(capture == cudaStreamCaptureStatusActive);
+  cudaGraph_t graph = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+}
+}  // namespace
+
 // First in the file: in a whole run the process's first GPU probe happens inside the capture.
 TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][gemm][moe]") {
   int devices = 0;
@@ -37,14 +53,8 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
   FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal}) {
     INFO("capture mode " << static_cast<int>(mode));
-    FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
-    const bool here = fp4fuse::gemm::detail::wgmma_runs_here();
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
-    CHECK(capture == cudaStreamCaptureStatusActive);
-    cudaGraph_t graph = nullptr;
-    FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    bool here = false;
+    inside_capture(stream, mode, [&] { here = fp4fuse::gemm::detail::wgmma_runs_here(); });
     CHECK(here == (major == 9 && minor == 0));  // this binary has an sm_90a image
   }
   FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
@@ -63,15 +73,9 @@ TEST_CASE("MoE L1 [gpu]: a captured launch's unit counter is the graph's own, ma
     INFO("capture mode " << static_cast<int>(mode));
     cudaStream_t stream = nullptr;  // a new stream: no counter kept for it yet
     FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, mode));
     unsigned* captured = nullptr;
-    const fp4fuse::result r = fp4fuse::gemm::sm90::detail::unit_counter_for(device, stream, &captured);
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(stream, &capture));
-    CHECK(capture == cudaStreamCaptureStatusActive);
-    cudaGraph_t graph = nullptr;
-    FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    fp4fuse::result r;
+    inside_capture(stream, mode, [&] { r = fp4fuse::gemm::sm90::detail::unit_counter_for(device, stream, &captured); });
     INFO(r.message());
     REQUIRE(static_cast<bool>(r));
     REQUIRE(captured != nullptr);

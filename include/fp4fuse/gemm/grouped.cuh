@@ -212,8 +212,7 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
   if (c && workspace != nullptr) {
     const sm90::grouped_plan p = force_plan != nullptr ? *force_plan
                                                        : sm90::plan_grouped(static_cast<int>(in.x.rows), experts, static_cast<int>(N), static_cast<int>(in.x.cols));
-    c.require(sm90::workspace::size_for(p).counter_count == 0 || (workspace->counters != nullptr && workspace->counter_count >= 1),
-              status::null_pointer,
+    c.require(workspace->holds(sm90::workspace::size_for(p)), status::null_pointer,
               "workspace has no counter, and this call's ping-pong plan takes its units from one (sm90::workspace::size_for(plan))");
   }
   if (c && in.x.rows > 0) {

@@ -72,9 +72,9 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
   // The ping-pong kernel takes its units at run time (unit_order::taken) from a counter: the
   // caller's, or the one kept for the device and stream (workspace.cuh).
-  if (workspace::size_for(p).counter_count > 0) {
+  if (const workspace_size need = workspace::size_for(p); need.counter_count > 0) {
     if (ws != nullptr) {
-      if (ws->counters == nullptr || ws->counter_count < 1) {
+      if (!ws->holds(need)) {
         return result::with(status::null_pointer,
                             "fp4fuse::gemm::sm90::launch_grouped: the workspace has no counter; the ping-pong plan takes its units from one "
                             "(workspace::size_for(plan))");

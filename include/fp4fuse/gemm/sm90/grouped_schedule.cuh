@@ -25,6 +25,7 @@
 #include "fp4fuse/config.cuh"
 #include "fp4fuse/detail/cmath.cuh"
 #include "fp4fuse/gemm/sm90/plan.cuh"
+#include "fp4fuse/gemm/sm90/ptx.cuh"
 #include "fp4fuse/gemm/sm90/schedule.cuh"
 
 namespace fp4fuse::gemm::sm90 {
@@ -82,26 +83,6 @@ struct unit_queue {
   int unit[depth];
 };
 
-/// Waits for phase `parity` of `barrier` with acquire semantics at cluster scope: the unit queue's
-/// slots are written by another CTA's thread, which arrives with release semantics at that scope.
-FP4FUSE_DEVICE void wait_parity_cluster(std::uint64_t* barrier, std::uint32_t parity) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, barrier, parity)) {
-  }
-}
-
-/// Arrives on `barrier` (in this CTA's shared memory) in the CTA of cluster rank `rank`, with
-/// release semantics at cluster scope; `own`: this CTA's rank (its own barrier is arrived on by
-/// its shared address, without mapping it).
-template <int Cluster>
-FP4FUSE_DEVICE void arrive_at_rank(std::uint64_t* barrier, int rank, int own) {
-  if (Cluster == 1 || rank == own) {
-    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared, barrier);
-  } else {
-    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
-                               static_cast<std::uint64_t*>(__cluster_map_shared_rank(barrier, static_cast<unsigned>(rank))));
-  }
-}
-
 }  // namespace detail
 
 /// The grouped schedule. BandRows > 0: each unit also says where its group starts in a
@@ -113,7 +94,6 @@ template <int BandRows = 0, unit_order Order = unit_order::fixed>
 struct grouped_schedule {
   static_assert(BandRows >= 0, "grouped_schedule: BandRows >= 0");
   static constexpr int band_rows = BandRows;  ///< the bands' rows (0: none)
-  static constexpr unit_order order = Order;  ///< who runs which unit
   using arguments = grouped_arguments;       ///< what the host passes
 
   /// The schedule of one CTA (schedule.cuh's concept).

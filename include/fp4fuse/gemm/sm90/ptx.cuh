@@ -313,6 +313,27 @@ FP4FUSE_DEVICE void wait_parity(std::uint64_t* barrier, std::uint32_t parity) {
   }
 }
 
+/// Waits for phase `parity` of `barrier` with acquire semantics at cluster scope: for data that
+/// another CTA's thread wrote before a release arrival at that scope (grouped_schedule.cuh's unit
+/// queue).
+FP4FUSE_DEVICE void wait_parity_cluster(std::uint64_t* barrier, std::uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, barrier, parity)) {
+  }
+}
+
+/// Arrives on `barrier` (in this CTA's shared memory) in the CTA of cluster rank `rank`, with
+/// release semantics at cluster scope; `own`: this CTA's rank (its own barrier is arrived on by
+/// its shared address, without mapping it).
+template <int Cluster>
+FP4FUSE_DEVICE void arrive_at_rank(std::uint64_t* barrier, int rank, int own) {
+  if (Cluster == 1 || rank == own) {
+    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared, barrier);
+  } else {
+    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                               static_cast<std::uint64_t*>(__cluster_map_shared_rank(barrier, static_cast<unsigned>(rank))));
+  }
+}
+
 }  // namespace detail
 
 }  // namespace fp4fuse::gemm::sm90
