@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds tests/cutlass/sm100_compile.cu (the fp4fuse node in CUTLASS's sm100 ptr-array grouped
+"""Builds tests/cutlass/sm100_swiglu_quantize.cu (the fp4fuse node in CUTLASS's sm100 ptr-array grouped
 GEMM: NVFP4 1-SM, MXFP4 1-SM, NVFP4 2-SM) for sm_100a, through ptxas, keeping its PTX, and checks:
 the three kernels are there; the accumulators come from tensor memory by tcgen05.ld 32x32b; the
 row form encodes with the hardware E2M1 cvt; the output amax is one redux + atomic per warp; the

@@ -26,7 +26,7 @@
 /// Status: compiled for sm_100a and its PTX checked (tests/cutlass/sm100_ptx.py); never run (no
 /// Blackwell GPU here). The numerics are the row form's, which is tested bit-exact
 /// (tests/epilogue/row.cu).
-/// \code // not compiled: needs the CUTLASS headers (tests/cutlass/sm100_compile.cu compiles the same lines)
+/// \code // not compiled: needs the CUTLASS headers (tests/cutlass/sm100_swiglu_quantize.cu compiles the same lines)
 /// using Op = fp4fuse::cutlass_ext::SwiGluQuantize<fp4fuse::format::nvfp4<>, fp4fuse::activation::swiglu,
 ///     fp4fuse::scale_layout::grouped_swizzled_128x4<fp4fuse::scale_layout::expert_start::offset_bound>>;
 /// using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<cutlass::arch::Sm100, cutlass::arch::OpClassTensorOp,

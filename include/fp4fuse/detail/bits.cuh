@@ -18,7 +18,8 @@ FP4FUSE_HOST_DEVICE constexpr float bits_float(cuda::std::uint32_t u) {
 FP4FUSE_HOST_DEVICE constexpr bool is_nan_bits(cuda::std::uint32_t u) {
   return (u & 0x7FFFFFFFu) > 0x7F800000u;
 }
-/// IEEE minNum/maxNum semantics (a NaN operand loses) in a constexpr-friendly form; nvcc lowers
+/// minNum/maxNum semantics (a NaN operand loses, quiet or signalling: IEEE 754-2019 minimumNumber /
+/// maximumNumber, as PTX min / max) in a constexpr-friendly form; nvcc lowers
 /// these to FMNMX on the device.
 FP4FUSE_HOST_DEVICE constexpr float min_num(float a, float b) {
 #if FP4FUSE_DEVICE_PASS
