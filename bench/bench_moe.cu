@@ -64,7 +64,7 @@ struct no_swap_ab_epilogue {
 };
 
 using namespace bench;
-using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // the --candidate calls compile the swap-AB kernel too
+using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // every grouped kernel: --force and --candidate may name any
 using l1_gemm::moe::model;
 using l1_gemm::moe::routing;
 using start_t = fp4fuse::scale_layout::expert_start::offset_bound;
@@ -306,17 +306,17 @@ int main(int argc, char** argv) {
     };
     if (m.bias) {
       const fp4fuse::activation::swiglu_clamped act{};
-      fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused = [=] { CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, fp))); };
       fused_candidate = candidate_fast ? candidate_with(fp4fuse::activation::swiglu_clamped_fast{act.alpha, act.limit}) : candidate_with(act);
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     } else {
       const fp4fuse::activation::swiglu act{};
-      fused = [=] { CHECK_FP4(fp4fuse::gemm::moe::run_fused(in, out, gs, act, nullptr, fp)); };
+      fused = [=] { CHECK_FP4((fp4fuse::gemm::moe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, gs, act, nullptr, fp))); };
       fused_candidate = candidate_fast ? candidate_with(fp4fuse::activation::swiglu_fast{}) : candidate_with(act);
       swiglu_q = [=] { CHECK_FP4(fp4fuse::swiglu_quantize<fp4fuse::gate_up::interleaved<8>>(gu, dense_out, fp4fuse::global_scale::per_tensor{S}, act)); };
     }
     bf16_gemm = [=] {
-      CHECK_FP4(fp4fuse::gemm::moe::run_bf16(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
+      CHECK_FP4(fp4fuse::gemm::moe::run_bf16<experimental>(in, fp4fuse::matrix_view<__nv_bfloat16>{gate_up, routed, N, N}, E, d_offsets, nullptr, fp));
     };
     const std::function<void()> mainloop_only = [=] {
       CHECK_FP4(fp4fuse::gemm::sm90::launch_grouped<experimental>(x, w, routed, N, H, E, d_offsets, no_swap_ab_epilogue{}, nullptr, cp));

@@ -1,7 +1,8 @@
 // The sm_90a engine's kernels as the library's launchers instantiate them: the grouped MoE L1
 // (fused NVFP4 with SwiGLU and with GPT-OSS's clamped SwiGLU, BF16 gate/up, BF16 SwiGLU; each
 // launcher branches on the inputs' bias at run time, so each call instantiates the kernels with and
-// without bias; the fused one also with the experimental swap-AB kernel) and the dense GEMM (BF16
+// without bias; each flow with the planned kernels and with every kernel a forced plan may name,
+// experimental_kernels, the fused one's swap-AB kernel included) and the dense GEMM (BF16
 // store, fused NVFP4), for tests/compile/engine_wgmma.py, which compiles this file with ptxas's
 // report on and fails on any "Potential Performance Loss" (C75xx: wgmma serialized). Device code
 // only.
@@ -31,6 +32,15 @@ fp4fuse::result grouped_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bf
 }
 fp4fuse::result grouped_swiglu_bf16(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, int experts, const std::int32_t* offsets) {
   return moe::run_swiglu_bf16(in, h, fp4fuse::activation::swiglu{}, experts, offsets);
+}
+// Every grouped kernel of the BF16 flows, which forced plans may name (experimental_kernels).
+fp4fuse::result grouped_bf16_experimental(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts,
+                                          const std::int32_t* offsets) {
+  return moe::run_bf16<fp4fuse::gemm::sm90::experimental_kernels>(in, gate_up, experts, offsets);
+}
+fp4fuse::result grouped_swiglu_bf16_experimental(const moe::inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, int experts,
+                                                 const std::int32_t* offsets) {
+  return moe::run_swiglu_bf16<fp4fuse::gemm::sm90::experimental_kernels>(in, h, fp4fuse::activation::swiglu{}, experts, offsets);
 }
 fp4fuse::result dense_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, fp4fuse::matrix_view<__nv_bfloat16> d, int K) {
   return fp4fuse::gemm::gemm(x, w, static_cast<int>(d.rows), static_cast<int>(d.cols), K, fp4fuse::gemm::store_bf16{d},

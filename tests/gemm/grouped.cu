@@ -8,6 +8,8 @@
 // (the caller's, left zero; refused where a workspace has none); the BF16 flows against the dense
 // kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
 // tests/gemm/sm90/).
+#include <utility>
+
 #include "../../examples/l1_gemm/moe_data.cuh"
 #include <fp4fuse/gemm/grouped.cuh>
 #include "../../examples/l1_gemm/moe_reference.hpp"
@@ -15,7 +17,7 @@
 
 using namespace fp4fuse_test;
 using fp4fuse::gemm::sm90::grouped_plan;
-using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // compiles the swap-AB kernel of the forced plans
+using experimental = fp4fuse::gemm::sm90::experimental_kernels;  // compiles every kernel the forced plans name (swap-AB included)
 using fp4fuse::scale_layout::expert_start::offset_bound;
 using fp4fuse::scale_layout::expert_start::padded_prefix_sum;
 namespace moe = l1_gemm::moe;
@@ -150,6 +152,34 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
     CHECK(std::string(not_compiled.message())
               .find("fp4fuse::gemm::moe::run_fused: the forced plan names an experimental swap-AB kernel, which this call does not compile: "
                     "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does") != std::string::npos);
+  }
+  // So does a plan no plan_grouped chooses (only the planned kernels are compiled by default), in
+  // each flow, naming the call that compiles it.
+  const grouped_plan unplanned{128, 256, 1, false};
+  const fp4fuse::matrix_view<__nv_bfloat16> gu_view{static_cast<__nv_bfloat16*>(fake(0x700000)), 64, 160, 160};
+  const fp4fuse::matrix_view<__nv_bfloat16> h_view{static_cast<__nv_bfloat16*>(fake(0x700000)), 64, 80, 80};
+  for (const auto& [r, call] :
+       {std::pair{gmoe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &unplanned),
+                  "run_fused: the forced plan names a kernel that no plan chooses, which this call does not compile: "
+                  "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does"},
+        std::pair{gmoe::run_bf16(good, gu_view, 8, offsets, nullptr, &unplanned),
+                  "run_bf16: the forced plan names a kernel that no plan chooses, which this call does not compile: "
+                  "run_bf16<fp4fuse::gemm::sm90::experimental_kernels> does"},
+        std::pair{gmoe::run_swiglu_bf16(good, h_view, fp4fuse::activation::swiglu{}, 8, offsets, nullptr, &unplanned),
+                  "run_swiglu_bf16: the forced plan names a kernel that no plan chooses, which this call does not compile: "
+                  "run_swiglu_bf16<fp4fuse::gemm::sm90::experimental_kernels> does"}}) {
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::bad_shape);
+    CHECK(std::string(r.message()).find(call) != std::string::npos);
+  }
+  // The BF16 flows refuse a swap-AB plan whichever kernels they compile (it takes the fused epilogue only).
+  const grouped_plan swap_plan{192, 128, 1, false, false, true};
+  for (const fp4fuse::result& r : {gmoe::run_bf16(good, gu_view, 8, offsets, nullptr, &swap_plan),
+                                   gmoe::run_bf16<experimental>(good, gu_view, 8, offsets, nullptr, &swap_plan),
+                                   gmoe::run_swiglu_bf16<experimental>(good, h_view, fp4fuse::activation::swiglu{}, 8, offsets, nullptr, &swap_plan)}) {
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::bad_shape);
+    CHECK(std::string(r.message()).find("the swap-AB kernel takes the fused NVFP4 epilogue only") != std::string::npos);
   }
 
   // The BF16 flows check the same things, naming their own arguments.
@@ -347,6 +377,15 @@ TEST_CASE("MoE L1: a valid fused call on a machine without a GPU reports no_devi
     CHECK(r.code == fp4fuse::status::no_device);
     CHECK(std::string(r.message()).find("no usable CUDA device") != std::string::npos);
   }
+  // A plan no plan_grouped chooses passes every check of a call that compiles it (and reaches the
+  // device query).
+  const gmoe::global_scales S{fp4fuse::global_scale::per_tensor{static_cast<const float*>(fake(0x500000))}};
+  for (const grouped_plan& plan : all_plans) {
+    INFO("plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.pingpong ? " ping-pong" : "")
+                 << (plan.swap_ab ? " swap-AB" : ""));
+    const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(in, out, S, fp4fuse::activation::swiglu{}, nullptr, &plan);
+    CHECK(r.code == fp4fuse::status::no_device);
+  }
 }
 
 TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel expert by expert, every plan", "[gpu][gemm][moe]") {
@@ -507,9 +546,9 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
     grouped_problem<offset_bound> p(counts, 192, 96, 3, false, false, g());
     device_buffer gu(std::size_t(p.capacity) * p.N * 2), h(std::size_t(p.capacity) * p.I * 2);
     const int* offs = p.d_offsets.as<std::int32_t>();
-    REQUIRE(static_cast<bool>(gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &plan)));
-    REQUIRE(static_cast<bool>(gmoe::run_swiglu_bf16(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I}, fp4fuse::activation::swiglu{},
-                                                   p.E, offs, nullptr, &plan)));
+    REQUIRE(static_cast<bool>(gmoe::run_bf16<experimental>(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &plan)));
+    REQUIRE(static_cast<bool>(gmoe::run_swiglu_bf16<experimental>(p.inputs(), {h.as<__nv_bfloat16>(), p.capacity, p.I, p.I},
+                                                                 fp4fuse::activation::swiglu{}, p.E, offs, nullptr, &plan)));
     FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
     const auto got_gu = gu.download(), got_h = h.download();
     const fp4fuse::gemm::sm90::launch_plan dp = dense_plan(plan);
@@ -571,7 +610,8 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
       INFO("launch " << launch);
       FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
       FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
-      const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
+      const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
+                                                                                          fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
       INFO(r.message());
       REQUIRE(static_cast<bool>(r));
       FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
@@ -605,7 +645,8 @@ TEST_CASE("MoE L1 [gpu]: a workspace without a counter is refused for a ping-pon
   }
   // A plan that needs no counter runs with the same workspace.
   const grouped_plan cooperative{128, 128, 2, false};
-  const fp4fuse::result r = gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &cooperative, &empty);
+  const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{},
+                                                                                      nullptr, &cooperative, &empty);
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());

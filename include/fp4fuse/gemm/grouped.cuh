@@ -181,11 +181,14 @@ struct expert_names {
 
 /// Everything a grouped launch needs of its arguments, checked before any CUDA call or write: the
 /// inputs, E and the offsets, the gate/up width N = 2I (`n_name` says which argument holds it),
-/// the bounds of the kernels' 32-bit indexing, the forced plan, and (the one CUDA query, last) that
-/// this GPU runs the sm_90a kernels.
-inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts,
-                         const std::int32_t* offsets, const expert_names& names, const sm90::grouped_plan* force_plan,
-                         const sm90::workspace* workspace) {
+/// the bounds of the kernels' 32-bit indexing, the forced plan (a kernel that exists, that takes
+/// this flow's epilogue: the swap-AB kernel only `fused`, and that a launch with `Kernels`
+/// compiles, else the sentence names `experimental_call`, the call that does), the workspace, and
+/// (the one CUDA query, last) that this GPU runs the sm_90a kernels.
+template <class Kernels>
+void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts, const std::int32_t* offsets,
+                  const expert_names& names, const sm90::grouped_plan* force_plan, const sm90::workspace* workspace, bool fused,
+                  const char* experimental_call) {
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
             static_cast<long long>(in.x.ld), static_cast<long long>(in.x.cols));
@@ -208,7 +211,14 @@ inline void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t
   c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
             "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
-  if (force_plan != nullptr) c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
+  if (force_plan != nullptr) {
+    c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
+    if (c && force_plan->swap_ab) c.require(fused, status::bad_shape, "the swap-AB kernel takes the fused NVFP4 epilogue only");
+    if (c) {
+      c.require(sm90::compiles<Kernels>(*force_plan), status::bad_shape, "the forced plan names %s, which this call does not compile: %s does",
+                force_plan->swap_ab ? "an experimental swap-AB kernel" : "a kernel that no plan chooses", experimental_call);
+    }
+  }
   if (c && workspace != nullptr) {
     const sm90::grouped_plan p = force_plan != nullptr ? *force_plan
                                                        : sm90::plan_grouped(static_cast<int>(in.x.rows), experts, static_cast<int>(N), static_cast<int>(in.x.cols));
@@ -254,14 +264,17 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
 /// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
 /// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
-/// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); the experimental
-/// swap-AB kernel only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`, which compiles
-/// it (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
+/// `Kernels`: the kernels the call compiles, `sm90::planned_kernels` (the 4 tile shapes
+/// `plan_grouped` chooses, 8 kernels with and without a bias) or `sm90::experimental_kernels`
+/// (every grouped kernel and the swap-AB kernel: 48 kernels) for forced plans.
+/// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); one that no plan chooses
+/// only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`
+/// (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
 /// `workspace`: the caller's counter for a ping-pong plan, which takes its units in order from one
 /// (sm90::workspace::size_for(plan); zeroed once, every launch leaves it zero); null: the one kept
 /// for the device and stream, or under stream capture one of the graph's own (sm90/workspace.cuh:
 /// which launches may overlap).
-/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// \code // not compiled: it instantiates the planned grouped kernels (about a minute); tests/gemm/grouped.cu makes this call
 /// using layout_t = fp4fuse::gemm::moe::grouped_layout<fp4fuse::scale_layout::expert_start::padded_prefix_sum>;
 /// const layout_t layout{rows, I / 16, E, d_offsets};  // d_offsets: [E + 1] prefix sums, device memory
 /// const fp4fuse::gemm::moe::grouped_output<fp4fuse::scale_layout::expert_start::padded_prefix_sum> out{d_packed, I / 2, d_scales, layout};
@@ -274,19 +287,15 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                           cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
                           const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_fused");
-  if (force_plan != nullptr && force_plan->swap_ab && sm90::valid(*force_plan)) {  // an invalid plan: check_launch's sentence
-    c.require(sm90::compiles_swap_ab<Kernels>, status::bad_shape,
-              "the forced plan names an experimental swap-AB kernel, which this call does not compile: "
-              "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels> does");
-  }
   c.quantized(out, "out");
   c.require(out.layout.rows == in.x.rows, status::bad_shape, "out.layout.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(out.layout.rows), static_cast<long long>(in.x.rows));
   c.not_null(S.scales, "S (NVFP4 global encode scales, device memory)");
   c.aligned(S.scales, 4, "S", "float");
   const index_t N = 2 * out.cols();
-  detail::check_launch(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
-                       {"out.layout.experts", "out.layout.expert_offsets"}, force_plan, workspace);
+  detail::check_launch<Kernels>(c, in, N, "out.layout.scale_cols", out.layout.experts, out.layout.expert_offsets,
+                                {"out.layout.experts", "out.layout.expert_offsets"}, force_plan, workspace, /*fused=*/true,
+                                "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
     return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
@@ -303,36 +312,39 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
 /// (in the order of H) rounded once to BF16 (round to nearest even). Rows at or beyond
 /// offsets[experts] are not written. Preconditions as `run_fused`'s, with E = `experts` and the
 /// offsets given here; `gate_up` [rows, 2I] with 2I a multiple of 32, 16-byte aligned, ld a
-/// multiple of 8; `workspace` as for `run_fused`. 0 rows: ok, nothing launched.
-/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// multiple of 8; `Kernels`, `force_plan` (no swap-AB plan: it takes the fused epilogue only) and
+/// `workspace` as for `run_fused`. 0 rows: ok, nothing launched.
+/// \code // not compiled: it instantiates the planned grouped kernels (about a minute); tests/gemm/grouped.cu makes this call
 /// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
 /// const fp4fuse::result r = fp4fuse::gemm::moe::run_bf16(in, {d_gate_up, rows, 2 * I, 2 * I}, E, d_offsets, stream);
 /// \endcode
-inline fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
-                                cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
-                                const sm90::workspace* workspace = nullptr) {
+template <class Kernels = sm90::planned_kernels>
+fp4fuse::result run_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> gate_up, int experts, const std::int32_t* offsets,
+                         cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
+                         const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::moe::run_bf16");
   c.matrix(gate_up, "gate_up", 32, 32, "NVFP4 blocks of the next step");
   c.require(gate_up.rows == in.x.rows, status::bad_shape, "gate_up.rows = %lld must equal in.x.rows = %lld",
             static_cast<long long>(gate_up.rows), static_cast<long long>(in.x.rows));
-  detail::check_launch(c, in, gate_up.cols, "gate_up.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace);
+  detail::check_launch<Kernels>(c, in, gate_up.cols, "gate_up.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace,
+                                /*fused=*/false, "run_bf16<fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
   const epilogue::store_bf16 e{gate_up, in.bias};
   const index_t N = gate_up.cols;
   return in.bias != nullptr
-             ? detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, N}, stream, force_plan, workspace)
-             : detail::launch(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan, workspace);
+             ? detail::launch<Kernels>(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, true>{e, N}, stream, force_plan, workspace)
+             : detail::launch<Kernels>(in, N, experts, offsets, epilogue::grouped<epilogue::store_bf16, false>{e, N}, stream, force_plan, workspace);
 }
 
 /// Flow 2's GEMM: compact BF16 act(gate) * up [rows, I] of every routed row: the activation of the
 /// fp32 sums (bias added first where `in.bias` is set, as `run_fused` does), rounded once to BF16.
 /// Preconditions as `run_bf16`'s, with `h` [rows, I], I a multiple of 16. 0 rows: ok, nothing
 /// launched.
-/// \code // not compiled: it instantiates every grouped kernel (minutes); tests/gemm/grouped.cu makes this call
+/// \code // not compiled: it instantiates the planned grouped kernels (about a minute); tests/gemm/grouped.cu makes this call
 /// const fp4fuse::gemm::moe::inputs in{{d_x, rows, H, H}, d_w, /*bias=*/nullptr};
 /// const fp4fuse::result r = fp4fuse::gemm::moe::run_swiglu_bf16(in, {d_h, rows, I, I}, fp4fuse::activation::swiglu{}, E, d_offsets, stream);
 /// \endcode
-template <class Activation>
+template <class Kernels = sm90::planned_kernels, class Activation>
 fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bfloat16> h, const Activation& act, int experts,
                                 const std::int32_t* offsets, cudaStream_t stream = nullptr, const sm90::grouped_plan* force_plan = nullptr,
                                 const sm90::workspace* workspace = nullptr) {
@@ -341,12 +353,13 @@ fp4fuse::result run_swiglu_bf16(const inputs& in, fp4fuse::matrix_view<__nv_bflo
   c.require(h.rows == in.x.rows, status::bad_shape, "h.rows = %lld must equal in.x.rows = %lld", static_cast<long long>(h.rows),
             static_cast<long long>(in.x.rows));
   const index_t N = 2 * h.cols;
-  detail::check_launch(c, in, N, "h.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace);
+  detail::check_launch<Kernels>(c, in, N, "h.cols", experts, offsets, {"experts", "expert_offsets"}, force_plan, workspace, /*fused=*/false,
+                                "run_swiglu_bf16<fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
   const epilogue::swiglu_bf16<Activation> e{h, act, in.bias};
   using g = epilogue::swiglu_bf16<Activation>;
-  return in.bias != nullptr ? detail::launch(in, N, experts, offsets, epilogue::grouped<g, true>{e, N}, stream, force_plan, workspace)
-                            : detail::launch(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan, workspace);
+  return in.bias != nullptr ? detail::launch<Kernels>(in, N, experts, offsets, epilogue::grouped<g, true>{e, N}, stream, force_plan, workspace)
+                            : detail::launch<Kernels>(in, N, experts, offsets, epilogue::grouped<g, false>{e, N}, stream, force_plan, workspace);
 }
 
 }  // namespace fp4fuse::gemm::moe

@@ -5,7 +5,9 @@
 #include <fp4fuse/gemm/epilogues.cuh>
 #include <fp4fuse/gemm/sm90/plan.cuh>
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "../../test_support.hpp"
 
@@ -175,4 +177,41 @@ TEST_CASE("plan_grouped: the grouped plans name kernels that exist", "[gemm][pla
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 2, true, true, true}));
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{192, 64, 1, false, false, true}));  // its units are 128 W rows
   CHECK_FALSE(fp4fuse::gemm::sm90::valid(grouped_plan{160, 128, 1, false, false, true}));
+}
+
+TEST_CASE("planned_grouped_kernels: what a launch compiles by default is exactly what plan_grouped chooses", "[gemm][plan]") {
+  using fp4fuse::gemm::sm90::compiles;
+  using fp4fuse::gemm::sm90::experimental_kernels;
+  using fp4fuse::gemm::sm90::planned_kernels;
+  // Every plan over rows, experts, N and K (decode to prefill, both models' shapes, N not given)
+  // names a planned kernel; and every planned kernel is chosen somewhere (none compiled for nothing).
+  std::vector<fp4fuse::gemm::sm90::kernel_key> chosen;
+  for (int experts : {1, 8, 32, 128, 256})
+    for (int per_expert : {1, 16, 63, 64, 65, 96, 120, 121, 128, 129, 150, 176, 177, 192, 200, 1024, 4096})
+      for (int n : {0, 256, 4096, 4096 + 128, 5760})
+        for (int k : {0, 2880, 4096, 7168}) {
+          const grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(per_expert * experts, experts, n, k);
+          INFO("rows " << per_expert * experts << " experts " << experts << " N " << n << " K " << k);
+          CHECK(compiles<planned_kernels>(p));
+          CHECK(compiles<experimental_kernels>(p));
+          const auto key = p.key();
+          const auto same = [&](const fp4fuse::gemm::sm90::kernel_key& c) {
+            return c.block_m == key.block_m && c.block_n == key.block_n && c.cluster == key.cluster && c.along_n == key.along_n &&
+                   c.pingpong == key.pingpong;
+          };
+          if (std::none_of(chosen.begin(), chosen.end(), same)) chosen.push_back(key);
+        }
+  CHECK(chosen.size() == 4);  // planned_grouped_kernels' four shapes
+  for (const auto& key : chosen) CHECK(fp4fuse::gemm::sm90::planned_grouped_kernels::contains(key));
+  // The other grouped kernels and the swap-AB kernel only with experimental_kernels.
+  for (const grouped_plan& p : {grouped_plan{64, 256, 2, false}, grouped_plan{64, 128, 2, false}, grouped_plan{128, 256, 1, false},
+                                grouped_plan{128, 256, 2, false}, grouped_plan{128, 128, 1, false}, grouped_plan{128, 128, 2, false},
+                                grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{192, 128, 1, false, false, true},
+                                grouped_plan{192, 128, 2, false, true, true}}) {
+    INFO("plan " << p.block_m << "x" << p.block_n << " cluster " << p.cluster << (p.pingpong ? " ping-pong" : "") << (p.swap_ab ? " swap-AB" : ""));
+    CHECK(fp4fuse::gemm::sm90::valid(p));
+    CHECK_FALSE(compiles<planned_kernels>(p));
+    CHECK(compiles<experimental_kernels>(p));
+  }
+  CHECK_FALSE(compiles<experimental_kernels>(grouped_plan{64, 64, 1, false}));  // no kernel at all
 }

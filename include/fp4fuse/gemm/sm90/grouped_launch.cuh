@@ -44,13 +44,14 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
 /// caller (grouped.cuh) has validated the arguments and checked that the device runs the sm_90a
 /// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
 /// not read), so the launch is the same for any routing of `rows` rows. `Kernels`: the kernels it
-/// compiles (plan.cuh): `planned_kernels`, or `experimental_kernels` for forced swap-AB plans.
+/// compiles (plan.cuh): `planned_kernels` (those plan_grouped chooses), or `experimental_kernels`
+/// (every grouped kernel and the swap-AB kernel) for forced plans that name another.
 /// A ping-pong plan's kernel takes its units in order at run time from a counter
 /// (grouped_schedule.cuh's unit_order::taken): `ws`'s first counter (zero before the first launch;
 /// every launch leaves it zero), or with `ws` null the one kept for the device and stream, or
 /// under stream capture one of the graph's own (workspace.cuh says which launches may overlap).
 /// The other plans need no workspace.
-/// \code // not compiled: it instantiates every grouped kernel for the epilogue; tests/gemm/grouped.cu makes this call through run_bf16()
+/// \code // not compiled: it instantiates the planned grouped kernels for the epilogue; tests/gemm/grouped.cu makes this call through run_bf16()
 /// const __nv_bfloat16 *d_x = nullptr, *d_w = nullptr;  // X [4096, 2880] sorted by expert, W [32 * 5760, 2880]
 /// const std::int32_t* d_offsets = nullptr;               // [33] prefix sums of the routing counts, device memory
 /// const fp4fuse::gemm::moe::epilogue::grouped<fp4fuse::gemm::moe::epilogue::store_bf16, false> epi{{{h, 4096, 5760, 5760}, nullptr}, 5760};
@@ -66,6 +67,14 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
+  if (p.swap_ab && !detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
+    return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
+  }
+  if (!compiles<Kernels>(p)) {
+    return result::with(status::bad_shape,
+                        "fp4fuse::gemm::sm90::launch_grouped: the forced plan names a kernel that no plan chooses, which this launch "
+                        "does not compile: launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does");
+  }
   const params prm{rows, N, K, 1, nullptr, nullptr};
   grouped_arguments args{offsets, groups};
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
@@ -85,18 +94,14 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
     }
   }
   if (p.swap_ab) {
-    if constexpr (!detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
-      return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
-    } else if constexpr (!compiles_swap_ab<Kernels>) {
-      return result::with(status::bad_shape,
-                          "fp4fuse::gemm::sm90::launch_grouped: the forced plan names an experimental swap-AB kernel, which this launch "
-                          "does not compile: launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does");
-    } else {
+    if constexpr (detail::has_swap_ab<detail::unit_epilogue<Epilogue>> && compiles_swap_ab<Kernels>) {
       // An upper bound of the units: every group's token chunks times its W blocks (pairs of them in a cluster).
       const long long bound = (static_cast<long long>(rows) / p.block_m + groups + 1) * cuda::ceil_div(cuda::ceil_div(N, p.block_n), p.cluster);
       const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
       if (p.cluster == 2) return detail::launch_swap_ab<192, 2, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
       return detail::launch_swap_ab<192, 1, schedule>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+    } else {
+      return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: no swap-AB kernel here");  // refused above
     }
   }
   // An upper bound of the units: every group's row blocks, rounded up per group.
@@ -104,7 +109,7 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   const int cluster_m = p.along_n ? 1 : p.cluster, cluster_n = p.along_n ? p.cluster : 1;
   const long long bound = (static_cast<long long>(rows) / p.block_m / cluster_m + groups + 1) * cuda::ceil_div(tiles_n, cluster_n);
   const int units = static_cast<int>(std::min<long long>(bound, 1 << 30));
-  return grouped_kernels::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
+  return grouped_kernels_for<Kernels>::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
     using Shape = decltype(shape);
     using taken = grouped_schedule<detail::group_band_rows<Epilogue>, unit_order::taken>;
     return launch_tiles<Shape, std::conditional_t<Shape::pingpong, taken, schedule>>(x, w, prm, args, units, device, sms, epi, stream, w_rows);

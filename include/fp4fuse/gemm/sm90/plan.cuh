@@ -366,21 +366,30 @@ struct grouped_plan {
 /// The grouped GEMM's instances: cooperative 64 x 256, 64 x 128, 128 x 256, 128 x 128 and the ping-pong
 /// 128 x 128 (2 K steps in flight), unclustered and in clusters of 2 along M, the ping-pong in
 /// clusters of 2 along N (X multicast), and the cooperative 192 x 128 in clusters of 2 along N.
+/// A launch compiles these with `experimental_kernels`; by default (`planned_kernels`) only
+/// `planned_grouped_kernels`, the ones plan_grouped chooses.
 using grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 1>, tile_shape<128, 256, 1>, tile_shape<128, 128, 1>,
                                     tile_shape<128, 128, 1, true, 2>, tile_shape<64, 256, 2>, tile_shape<64, 128, 2>,
                                     tile_shape<128, 256, 2>, tile_shape<128, 128, 2>, tile_shape<128, 128, 2, true, 2>,
                                     tile_shape<128, 128, 2, true, 2, true>, tile_shape<192, 128, 2, false, 2, true>>;
 
-/// The kernels a grouped launch compiles (`launch_grouped`'s and `moe::run_fused`'s `Kernels`): the
-/// ones `plan_grouped` chooses from, the default. A forced plan that names another is refused with
-/// a sentence.
+/// The grouped instances plan_grouped chooses (see there): cooperative 64 x 256 and 64 x 128
+/// unclustered (decode), the ping-pong 128 x 128 in clusters of 2 along N, the cooperative
+/// 192 x 128 in clusters of 2 along N. What a launch compiles by default (`planned_kernels`).
+using planned_grouped_kernels = kernel_list<tile_shape<64, 256, 1>, tile_shape<64, 128, 1>, tile_shape<128, 128, 2, true, 2, true>,
+                                            tile_shape<192, 128, 2, false, 2, true>>;
+
+/// The kernels a grouped launch compiles (`launch_grouped`'s, `moe::run_fused`'s, `moe::run_bf16`'s
+/// and `moe::run_swiglu_bf16`'s `Kernels`): the ones `plan_grouped` chooses
+/// (`planned_grouped_kernels`), the default. A forced plan that names another is refused with a
+/// sentence, before anything is written.
 struct planned_kernels {};
-/// Those and the experimental swap-AB kernel (swap_ab.cuh), which no plan chooses: a forced plan
-/// with `swap_ab` runs only in a launch compiled with this tag. Such a launch compiles 2 more
-/// kernels (clusters of 1 and 2) of 12 token widths each per epilogue (run_fused: 4, with and
-/// without a bias), which a
-/// program that runs the planned kernels does not pay for (examples/moe_l1.cu: 68 s with nvcc -O3
-/// instead of 188 s; bench/results/engine13.md).
+/// Every grouped instance (`grouped_kernels`) and the experimental swap-AB kernel (swap_ab.cuh),
+/// none of which but the planned ones a plan chooses: for forced plans (tests, benchmarks). Per
+/// epilogue (a launcher compiles two: with and without a bias) this is 12 tile kernels instead of
+/// 4, and for the fused NVFP4 epilogue 24 swap-AB kernels (clusters of 1 and 2, 12 token widths),
+/// which a program that runs the planned kernels does not pay for (docs/MOE.md: examples/moe_l1.cu
+/// compiles in 23 s instead of 62 s).
 /// \code
 /// static_assert(!fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::planned_kernels>);
 /// static_assert(fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::experimental_kernels>);
@@ -399,6 +408,23 @@ inline constexpr bool valid(const grouped_plan& p) {
     return p.block_m == 192 && p.block_n == 128 && !p.pingpong && (p.cluster == 1 || p.cluster == 2) && p.along_n == (p.cluster == 2);
   }
   return grouped_kernels::contains(p.key());
+}
+
+/// The grouped tile kernels a launch with `Kernels` compiles: `planned_grouped_kernels` for
+/// `planned_kernels`, every one (`grouped_kernels`) for `experimental_kernels`.
+template <class Kernels>
+using grouped_kernels_for = std::conditional_t<compiles_swap_ab<Kernels>, grouped_kernels, planned_grouped_kernels>;
+
+/// True when a grouped launch with `Kernels` compiles the kernel plan `p` names (a valid plan that
+/// it does not compile is refused with a sentence).
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::compiles<fp4fuse::gemm::sm90::planned_kernels>(fp4fuse::gemm::sm90::plan_grouped(4096, 32, 5760, 2880)));
+/// static_assert(!fp4fuse::gemm::sm90::compiles<fp4fuse::gemm::sm90::planned_kernels>({128, 256, 1, false}));  // no plan chooses it
+/// static_assert(fp4fuse::gemm::sm90::compiles<fp4fuse::gemm::sm90::experimental_kernels>({128, 256, 1, false}));
+/// \endcode
+template <class Kernels>
+constexpr bool compiles(const grouped_plan& p) {
+  return valid(p) && (p.swap_ab ? compiles_swap_ab<Kernels> : grouped_kernels_for<Kernels>::contains(p.key()));
 }
 
 /// The plan for `rows` routed rows over `experts` experts of `n` output columns each and a
@@ -433,7 +459,7 @@ inline constexpr bool valid(const grouped_plan& p) {
 /// const fp4fuse::gemm::sm90::grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(512, 32, 5760, 2880);
 /// // 16 rows per expert: 64 x 128 tiles (5760 = 22.5 tiles of 256)
 /// \endcode
-inline grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
+inline constexpr grouped_plan plan_grouped(int rows, int experts, int n = 0, int k = 0) {
   const double per_expert = static_cast<double>(rows) / experts;
   if (per_expert <= 64) {
     const int last = n % 256;  // columns of the last 256-wide tile (0: it is full)
