@@ -11,6 +11,8 @@ tests/covered_elsewhere.txt naming the test files that cover it and why:
 
 Checked:
   - every header has a mirrored test or a line, and no header has both (a stale line);
+  - a mirrored .cu test compiles its header (as below) and is built: tests/meson.build (or a
+    meson.build under tests/) names it; a mirrored .py test names the header;
   - every line names a header that exists and test files (relative to tests/) that exist;
   - each named test file compiles the header: the header is among the files it includes,
     directly or through other headers of the repository (#include <fp4fuse/...>, "fp4fuse/..."
@@ -25,6 +27,7 @@ import sys
 
 HEADER_EXTS = (".cuh", ".hpp", ".h")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/', re.S)
 
 
 def headers(include_root):
@@ -39,7 +42,7 @@ def headers(include_root):
 def includes_of(path, include_dir):
     """The repository files `path` includes (resolved), in order."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        text = COMMENT_RE.sub("", f.read())  # an #include in a comment compiles nothing
     found = []
     for kind, name in INCLUDE_RE.findall(text):
         candidates = []
@@ -74,6 +77,16 @@ def main():
     tests = os.path.join(root, "tests")
     map_path = os.path.join(tests, "covered_elsewhere.txt")
     problems = []
+    if not os.path.isfile(map_path):
+        print("tests/covered_elsewhere.txt: missing (it lists the headers tested elsewhere; it may hold only comments)")
+        return 1
+    # What the Meson files under tests/ name: 'path' strings relative to their own directory.
+    built = set()
+    for d, _, files in os.walk(tests):
+        if "meson.build" in files:
+            with open(os.path.join(d, "meson.build"), encoding="utf-8") as f:
+                for name in re.findall(r"'([^']+\.cu)'", f.read()):
+                    built.add(os.path.normpath(os.path.join(os.path.relpath(d, tests), name)))
 
     entries = {}
     with open(map_path, encoding="utf-8") as f:
@@ -98,6 +111,17 @@ def main():
         stem = os.path.splitext(h)[0]
         has_mirror = any(os.path.isfile(os.path.join(tests, stem + ext)) for ext in (".cu", ".py"))
         mirrored += has_mirror
+        target = os.path.normpath(os.path.join(include_root, h))
+        cu = os.path.join(tests, stem + ".cu")
+        if os.path.isfile(cu):
+            if target not in closure(cu, include_dir):
+                problems.append(f"tests/{stem}.cu: does not include include/fp4fuse/{h} (directly or through other headers)")
+            if os.path.normpath(stem + ".cu") not in built:
+                problems.append(f"tests/{stem}.cu: no meson.build under tests/ builds it")
+        elif os.path.isfile(os.path.join(tests, stem + ".py")):
+            with open(os.path.join(tests, stem + ".py"), encoding="utf-8") as f:
+                if os.path.basename(h) not in f.read():
+                    problems.append(f"tests/{stem}.py: does not name {os.path.basename(h)}")
         if has_mirror and h in entries:
             problems.append(f"tests/covered_elsewhere.txt:{entries[h][0]}: {h} has its mirrored test tests/{stem}.cu: drop the line")
         if not has_mirror and h not in entries:

@@ -62,7 +62,8 @@ void check_activate(const Op& op, const Activation& act, const std::vector<float
 }  // namespace
 
 TEST_CASE("fused_epilogue: deduction gives the documented parameters, the defaults where members are left out", "[epilogue]") {
-  const fp4fuse::quantized_matrix<nvfp4_t, swizzled> out{};
+  std::uint8_t packed_bytes[8] = {};
+  const fp4fuse::quantized_matrix<nvfp4_t, swizzled> out{packed_bytes, 8, nullptr, {}};
   const fp4fuse::quantized_matrix<mxfp4_t, linear> out_mx{};
   const fp4fuse::block_codec<nvfp4_t> codec(1.0f);
   float amax = 0;
@@ -86,13 +87,17 @@ TEST_CASE("fused_epilogue: deduction gives the documented parameters, the defaul
   static_assert(std::is_same_v<typename decltype(rounded)::intermediate_type, fp4fuse::intermediate::bf16>);
   // The members keep the values given.
   CHECK(with_amax.amax.amax == &amax);
-  CHECK(biased.act.alpha == 1.702f);
-  CHECK(biased.act.limit == 7.0f);
-  float block[16];
-  for (int i = 0; i < 16; ++i) block[i] = 0.25f * static_cast<float>(i - 7);
-  const fp4fuse::quantized_block<nvfp4_t> a = plain.codec.quantize(block), b = codec.quantize(block);
-  CHECK(a.scale == b.scale);
-  CHECK(std::equal(std::begin(a.packed), std::end(a.packed), std::begin(b.packed)));
+  const float bias_values[2] = {1.0f, 2.0f};
+  const fp4fuse::fused_epilogue with_bias{codec, fp4fuse::sink::hand_back{}, fp4fuse::activation::swiglu_clamped{3.0f, 5.0f},
+                                          fp4fuse::gate_up::interleaved<8>{}, fp4fuse::column_bias{bias_values, 2}};
+  CHECK(with_bias.bias.data == bias_values);
+  CHECK(with_bias.bias.count == 2);
+  CHECK(with_bias.act.alpha == 3.0f);
+  CHECK(with_bias.act.limit == 5.0f);
+  int staging = 0;
+  const fp4fuse::fused_epilogue staged_at{fp4fuse::block_codec<mxfp4_t>(), fp4fuse::sink::staged{out_mx, &staging}};
+  CHECK(staged_at.sink.staging == &staging);
+  CHECK(plain.sink.out.packed == out.packed);
 }
 
 TEST_CASE("fused_epilogue::activate: each column's bias on gate and up, then the activation, then the intermediate rounding",

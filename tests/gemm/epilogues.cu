@@ -61,6 +61,8 @@ TEST_CASE("dense epilogues: the BF16 stores refuse outputs their 4-byte pair sto
   CHECK(checked(fp4fuse::gemm::swiglu_bf16<act>{half, act{}}).code == status::ok);
   refused(checked(fp4fuse::gemm::swiglu_bf16<act>{{nullptr, 64, 128, 128}, act{}}), status::null_pointer, "swiglu_bf16.out.data is null");
   refused(checked(fp4fuse::gemm::swiglu_bf16<act>{{h, 64, 128, 127}, act{}}), status::bad_leading_dimension, "swiglu_bf16.out.ld = 127");
+  refused(checked(fp4fuse::gemm::swiglu_bf16<act>{{h, 64, 127, 128}, act{}}), status::bad_shape, "swiglu_bf16.out.cols = 127 must be even");
+  refused(checked(fp4fuse::gemm::swiglu_bf16<act>{{h + 1, 64, 128, 128}, act{}}), status::misaligned_pointer, "swiglu_bf16.out.data");
   refused(checked(fp4fuse::gemm::swiglu_bf16<act, fp4fuse::column_bias>{half, act{}, {nullptr, 256}}), status::null_pointer,
           "swiglu_bf16.bias.data is null");
 }
@@ -81,6 +83,18 @@ TEST_CASE("dense epilogues: the fused NVFP4 binding refuses its output, its glob
   e.out.scales = nullptr;
   refused(checked(e), status::null_pointer, "swiglu_nvfp4.out.scales is null");
   e = ok;
+  e.out.packed = packed + 4;
+  refused(checked(e), status::misaligned_pointer, "swiglu_nvfp4.out.packed");
+  e = ok;
+  e.out.ld_packed = 60;  // below cols / 2 = 64
+  refused(checked(e), status::bad_leading_dimension, "swiglu_nvfp4.out.ld_packed = 60");
+  e = ok;
+  e.out.ld_packed = 68;  // not a multiple of 8 (one NVFP4 block's bytes)
+  refused(checked(e), status::bad_leading_dimension, "swiglu_nvfp4.out.ld_packed = 68");
+  e = ok;
+  e.out.layout.scale_cols = 0;
+  refused(checked(e), status::bad_shape, "swiglu_nvfp4.out.layout.scale_cols = 0 must be > 0");
+  e = ok;
   e.global_encode_scale = nullptr;
   refused(checked(e), status::null_pointer, "swiglu_nvfp4.global_encode_scale (S, device memory) is null");
   e = ok;
@@ -89,4 +103,7 @@ TEST_CASE("dense epilogues: the fused NVFP4 binding refuses its output, its glob
   const fp4fuse::gemm::swiglu_nvfp4<act, fp4fuse::intermediate::fp32, fp4fuse::recipe::te_exact, fp4fuse::column_bias> biased{
       ok.out, S, act{}, {nullptr, 256}};
   refused(checked(biased), status::null_pointer, "swiglu_nvfp4.bias.data is null");
+  auto negative = biased;
+  negative.bias = {S, -1};
+  refused(checked(negative), status::bad_shape, "swiglu_nvfp4.bias.count = -1 must be >= 0");
 }

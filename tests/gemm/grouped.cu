@@ -172,10 +172,28 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
     CHECK(r.code == fp4fuse::status::bad_shape);
     CHECK(std::string(r.message()).find(call) != std::string::npos);
   }
+  // sm90::launch_grouped (public; the flows call it after their checks) refuses a plan the same
+  // way, before any CUDA call.
+  {
+    const gmoe::epilogue::grouped<gmoe::epilogue::store_bf16, false> epi{{gu_view, nullptr}, 160};
+    const auto launch = [&](const grouped_plan& plan) {
+      return fp4fuse::gemm::sm90::launch_grouped(good.x.data, good.w, 64, 160, 256, 8, offsets, epi, nullptr, &plan);
+    };
+    for (const auto& [r, words] : {std::pair{launch(no_kernel), "launch_grouped: the forced plan names no kernel of the grouped GEMM"},
+                                   std::pair{launch(unplanned), "launch_grouped: the forced plan names a kernel that no plan chooses, which "
+                                                                "this launch does not compile: launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does"},
+                                   std::pair{launch(grouped_plan{192, 128, 1, false, false, true}),
+                                             "launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only"}}) {
+      INFO(r.message());
+      CHECK(r.code == fp4fuse::status::bad_shape);
+      CHECK(std::string(r.message()).find(words) != std::string::npos);
+    }
+  }
   // The BF16 flows refuse a swap-AB plan whichever kernels they compile (it takes the fused epilogue only).
   const grouped_plan swap_plan{192, 128, 1, false, false, true};
   for (const fp4fuse::result& r : {gmoe::run_bf16(good, gu_view, 8, offsets, nullptr, &swap_plan),
                                    gmoe::run_bf16<experimental>(good, gu_view, 8, offsets, nullptr, &swap_plan),
+                                   gmoe::run_swiglu_bf16(good, h_view, fp4fuse::activation::swiglu{}, 8, offsets, nullptr, &swap_plan),
                                    gmoe::run_swiglu_bf16<experimental>(good, h_view, fp4fuse::activation::swiglu{}, 8, offsets, nullptr, &swap_plan)}) {
     INFO(r.message());
     CHECK(r.code == fp4fuse::status::bad_shape);

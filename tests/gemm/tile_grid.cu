@@ -18,6 +18,7 @@ struct states_padding {
 struct states_rows_only {
   static constexpr fp4fuse::gemm::index_t padding_rows = 128;
 };
+static_assert(states_rows_only::padding_rows == 128, "a statement of the rows alone (which the trait must not take)");
 struct states_granule {
   static constexpr int column_granule = 24;
 };
@@ -30,7 +31,6 @@ TEST_CASE("tile_grid: an epilogue's padding and column granules, stated or the d
   CHECK(padding_granule<states_nothing>::cols == 1);
   CHECK(padding_granule<states_padding>::rows == 64);
   CHECK(padding_granule<states_padding>::cols == 96);
-  CHECK(states_rows_only::padding_rows == 128);
   CHECK(padding_granule<states_rows_only>::rows == 1);  // both or neither
   CHECK(padding_granule<states_rows_only>::cols == 1);
   CHECK(column_granule<states_nothing> == 32);
@@ -49,11 +49,14 @@ TEST_CASE("tile_grid: the library's dense epilogues state what their stores need
   // The SwiGLU BF16 store: a gate granule and its up granule.
   CHECK(column_granule<fp4fuse::gemm::swiglu_bf16<act>> == 2 * fp4fuse::gate_up::interleaved<8>::granule);
   CHECK(padding_granule<fp4fuse::gemm::swiglu_bf16<act>>::rows == 1);
-  // NVFP4: whole 16-output blocks (32 gate/up columns); the scales' 128 x 4 blocks of padding, 4
-  // scale columns of 32 gate/up columns each.
+  // NVFP4: whole blocks (a block's outputs come from twice as many gate/up columns); the scales'
+  // 128 x 4 swizzled blocks of padding, each scale column a block's gate/up columns.
   using nvfp4 = fp4fuse::gemm::swiglu_nvfp4<act>;
-  CHECK(column_granule<nvfp4> == 32);
-  CHECK(padding_granule<nvfp4>::rows == 128);
-  CHECK(padding_granule<nvfp4>::cols == 128);
-  CHECK(column_granule<fp4fuse::gemm::swiglu_nvfp4<act, fp4fuse::intermediate::bf16, fp4fuse::recipe::vllm, fp4fuse::column_bias>> == 32);
+  using layout = fp4fuse::scale_layout::swizzled_128x4;
+  constexpr fp4fuse::gemm::index_t block_gate_up_cols = 2 * fp4fuse::format::nvfp4<>::block_size;
+  CHECK(column_granule<nvfp4> == block_gate_up_cols);
+  CHECK(padding_granule<nvfp4>::rows == layout::row_tile);
+  CHECK(padding_granule<nvfp4>::cols == layout::col_tile * block_gate_up_cols);
+  CHECK(column_granule<fp4fuse::gemm::swiglu_nvfp4<act, fp4fuse::intermediate::bf16, fp4fuse::recipe::vllm, fp4fuse::column_bias>> ==
+        block_gate_up_cols);
 }

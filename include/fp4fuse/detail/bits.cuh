@@ -18,9 +18,9 @@ FP4FUSE_HOST_DEVICE constexpr float bits_float(cuda::std::uint32_t u) {
 FP4FUSE_HOST_DEVICE constexpr bool is_nan_bits(cuda::std::uint32_t u) {
   return (u & 0x7FFFFFFFu) > 0x7F800000u;
 }
-/// minNum/maxNum semantics (a NaN operand loses, quiet or signalling: IEEE 754-2019 minimumNumber /
-/// maximumNumber, as PTX min / max) in a constexpr-friendly form; nvcc lowers
-/// these to FMNMX on the device.
+/// IEEE minNum/maxNum semantics with a signalling NaN treated as a quiet one (a NaN operand
+/// loses; two NaNs give a NaN; of two zeros either may come back) in a constexpr-friendly form;
+/// nvcc lowers these to FMNMX on the device.
 FP4FUSE_HOST_DEVICE constexpr float min_num(float a, float b) {
 #if FP4FUSE_DEVICE_PASS
   if (!cuda::std::is_constant_evaluated()) {

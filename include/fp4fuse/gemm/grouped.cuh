@@ -189,6 +189,9 @@ template <class Kernels>
 void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts, const std::int32_t* offsets,
                   const expert_names& names, const sm90::grouped_plan* force_plan, const sm90::workspace* workspace, bool fused,
                   const char* experimental_call) {
+  static_assert(std::is_same_v<Kernels, sm90::planned_kernels> || std::is_same_v<Kernels, sm90::experimental_kernels>,
+                "fp4fuse::gemm::moe: Kernels (the first template argument of run_bf16 and run_swiglu_bf16, the second of run_fused) is "
+                "sm90::planned_kernels or sm90::experimental_kernels");
   c.matrix(in.x, "in.x", 8, 8, "16-byte rows for TMA");
   c.require(in.x.ld == in.x.cols, status::bad_leading_dimension, "in.x.ld = %lld must equal in.x.cols = %lld (one TMA tensor)",
             static_cast<long long>(in.x.ld), static_cast<long long>(in.x.cols));
@@ -266,7 +269,7 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
 /// `Kernels`: the kernels the call compiles, `sm90::planned_kernels` (the 4 tile shapes
 /// `plan_grouped` chooses, 8 kernels with and without a bias) or `sm90::experimental_kernels`
-/// (every grouped kernel and the swap-AB kernel: 48 kernels) for forced plans.
+/// (every grouped kernel and the swap-AB kernel: 28 kernels) for forced plans.
 /// `force_plan`: a plan to run instead of `plan_grouped`'s (sm90::valid); one that no plan chooses
 /// only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`
 /// (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).

@@ -201,8 +201,10 @@ TEST_CASE("planned_grouped_kernels: what a launch compiles by default is exactly
           };
           if (std::none_of(chosen.begin(), chosen.end(), same)) chosen.push_back(key);
         }
-  CHECK(chosen.size() == 4);  // planned_grouped_kernels' four shapes
+  // Each chosen shape is one planned instance (contains), distinct (chosen keeps each once): as
+  // many as the list has, each of them chosen.
   for (const auto& key : chosen) CHECK(fp4fuse::gemm::sm90::planned_grouped_kernels::contains(key));
+  CHECK(static_cast<int>(chosen.size()) == fp4fuse::gemm::sm90::planned_grouped_kernels::size);
   // The other grouped kernels and the swap-AB kernel only with experimental_kernels.
   for (const grouped_plan& p : {grouped_plan{64, 256, 2, false}, grouped_plan{64, 128, 2, false}, grouped_plan{128, 256, 1, false},
                                 grouped_plan{128, 256, 2, false}, grouped_plan{128, 128, 1, false}, grouped_plan{128, 128, 2, false},

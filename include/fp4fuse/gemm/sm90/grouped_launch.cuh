@@ -62,19 +62,23 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
                       const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr, const workspace* ws = nullptr) {
   static_assert(std::is_same_v<Kernels, planned_kernels> || std::is_same_v<Kernels, experimental_kernels>,
                 "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
-  int device = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
+  // The plan first: a refusal needs no GPU.
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
+  const char* whose = force != nullptr ? "the forced plan" : "plan_grouped's plan";
+  if (!valid(p)) return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: %s names no kernel of the grouped GEMM", whose);
   if (p.swap_ab && !detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
     return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
   }
   if (!compiles<Kernels>(p)) {
     return result::with(status::bad_shape,
-                        "fp4fuse::gemm::sm90::launch_grouped: the forced plan names a kernel that no plan chooses, which this launch "
-                        "does not compile: launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does");
+                        "fp4fuse::gemm::sm90::launch_grouped: %s names %s, which this launch does not compile: "
+                        "launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does",
+                        whose, p.swap_ab ? "an experimental swap-AB kernel" : "a kernel that no plan chooses");
   }
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
   const params prm{rows, N, K, 1, nullptr, nullptr};
   grouped_arguments args{offsets, groups};
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);

@@ -171,6 +171,8 @@ struct tile_shape {
 /// lists its rows once, and instantiates those only).
 template <class... Shapes>
 struct kernel_list {
+  /// The number of instances.
+  static constexpr int size = static_cast<int>(sizeof...(Shapes));
   /// True when `k` names one of the instances.
   /// \code
   /// static_assert(fp4fuse::gemm::sm90::dense_kernels::contains({64, 48, 1, false, false, 2}));
@@ -387,9 +389,10 @@ struct planned_kernels {};
 /// Every grouped instance (`grouped_kernels`) and the experimental swap-AB kernel (swap_ab.cuh),
 /// none of which but the planned ones a plan chooses: for forced plans (tests, benchmarks). Per
 /// epilogue (a launcher compiles two: with and without a bias) this is 12 tile kernels instead of
-/// 4, and for the fused NVFP4 epilogue 24 swap-AB kernels (clusters of 1 and 2, 12 token widths),
-/// which a program that runs the planned kernels does not pay for (docs/MOE.md: examples/moe_l1.cu
-/// compiles in 23 s instead of 62 s).
+/// 4, and for the fused NVFP4 epilogue 2 swap-AB kernels (clusters of 1 and 2, each with 12 token
+/// widths), which a program that runs the planned kernels does not pay for (docs/MOE.md: one
+/// `run_fused` call compiles in 9 s instead of 23 s, 8 kernels instead of 24; the swap-AB kernels
+/// alone cost examples/moe_l1.cu 120 s, bench/results/engine13.md).
 /// \code
 /// static_assert(!fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::planned_kernels>);
 /// static_assert(fp4fuse::gemm::sm90::compiles_swap_ab<fp4fuse::gemm::sm90::experimental_kernels>);
