@@ -214,19 +214,11 @@ void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, con
   c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
             "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
             static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
-  if (force_plan != nullptr) {
-    c.require(sm90::valid(*force_plan), status::bad_shape, "the forced plan names no kernel of the grouped GEMM");
-    if (c && force_plan->swap_ab) c.require(fused, status::bad_shape, "the swap-AB kernel takes the fused NVFP4 epilogue only");
-    if (c) {
-      c.require(sm90::compiles<Kernels>(*force_plan), status::bad_shape, "the forced plan names %s, which this call does not compile: %s does",
-                force_plan->swap_ab ? "an experimental swap-AB kernel" : "a kernel that no plan chooses", experimental_call);
-    }
-  }
-  if (c && workspace != nullptr) {
+  if (c) {  // the plan launch_grouped will run, refused as it would refuse it (sm90::detail::check_plan)
     const sm90::grouped_plan p = force_plan != nullptr ? *force_plan
                                                        : sm90::plan_grouped(static_cast<int>(in.x.rows), experts, static_cast<int>(N), static_cast<int>(in.x.cols));
-    c.require(workspace->holds(sm90::workspace::size_for(p)), status::null_pointer,
-              "workspace has no counter, and this call's ping-pong plan takes its units from one (sm90::workspace::size_for(plan))");
+    sm90::detail::check_plan<Kernels>(c, p, force_plan != nullptr ? "the forced plan" : "plan_grouped's plan", fused, workspace, "call",
+                                      experimental_call);
   }
   if (c && in.x.rows > 0) {
     // No GPU (or no driver) is no_device, as for every library launcher, not a wrong architecture.

@@ -37,6 +37,27 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   }
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
+
+/// The refusals of grouped plan `p` (`whose`: "the forced plan", or plan_grouped's), into `c`: a
+/// plan that names no kernel, a swap-AB plan for an epilogue without the swap-AB form
+/// (`takes_swap_ab` false), a kernel that this `noun` (call, launch) does not compile with
+/// `Kernels` (the sentence names `experimental_call`, the one that does), and a caller's
+/// workspace `ws` without the counter a ping-pong plan takes its units from. launch_grouped and
+/// the moe:: calls' checks (grouped.cuh) both refuse through it, so their sentences agree.
+template <class Kernels>
+void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char* whose, bool takes_swap_ab, const workspace* ws,
+                const char* noun, const char* experimental_call) {
+  c.require(valid(p), status::bad_shape, "%s names no kernel of the grouped GEMM", whose);
+  if (c && p.swap_ab) c.require(takes_swap_ab, status::bad_shape, "the swap-AB kernel takes the fused NVFP4 epilogue only");
+  if (c) {
+    c.require(compiles<Kernels>(p), status::bad_shape, "%s names %s, which this %s does not compile: %s does", whose,
+              p.swap_ab ? "an experimental swap-AB kernel" : "a kernel that no plan chooses", noun, experimental_call);
+  }
+  if (c && ws != nullptr) {
+    c.require(ws->holds(workspace::size_for(p)), status::null_pointer,
+              "workspace has no counter, and this %s's ping-pong plan takes its units from one (sm90::workspace::size_for(plan))", noun);
+  }
+}
 }  // namespace detail
 
 /// Launches the grouped GEMM: for every group g, D_g = X[offsets[g] : offsets[g+1]] * W_g^T with
@@ -64,17 +85,10 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
                 "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
   // The plan first: a refusal needs no GPU.
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
-  const char* whose = force != nullptr ? "the forced plan" : "plan_grouped's plan";
-  if (!valid(p)) return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: %s names no kernel of the grouped GEMM", whose);
-  if (p.swap_ab && !detail::has_swap_ab<detail::unit_epilogue<Epilogue>>) {
-    return result::with(status::bad_shape, "fp4fuse::gemm::sm90::launch_grouped: the swap-AB kernel takes the fused NVFP4 epilogue only");
-  }
-  if (!compiles<Kernels>(p)) {
-    return result::with(status::bad_shape,
-                        "fp4fuse::gemm::sm90::launch_grouped: %s names %s, which this launch does not compile: "
-                        "launch_grouped<fp4fuse::gemm::sm90::experimental_kernels> does",
-                        whose, p.swap_ab ? "an experimental swap-AB kernel" : "a kernel that no plan chooses");
-  }
+  fp4fuse::argument_checker c("fp4fuse::gemm::sm90::launch_grouped");
+  detail::check_plan<Kernels>(c, p, force != nullptr ? "the forced plan" : "plan_grouped's plan", detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
+                              ws, "launch", "launch_grouped<fp4fuse::gemm::sm90::experimental_kernels>");
+  if (!c) return c.outcome();
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -85,14 +99,9 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
   // The ping-pong kernel takes its units at run time (unit_order::taken) from a counter: the
   // caller's, or the one kept for the device and stream (workspace.cuh).
-  if (const workspace_size need = workspace::size_for(p); need.counter_count > 0) {
+  if (workspace::size_for(p).counter_count > 0) {
     if (ws != nullptr) {
-      if (!ws->holds(need)) {
-        return result::with(status::null_pointer,
-                            "fp4fuse::gemm::sm90::launch_grouped: the workspace has no counter; the ping-pong plan takes its units from one "
-                            "(workspace::size_for(plan))");
-      }
-      args.counter = ws->counters;
+      args.counter = ws->counters;  // check_plan: it holds one
     } else if (const result r = detail::unit_counter_for(device, stream, &args.counter); !r) {
       return r;
     }
