@@ -234,6 +234,22 @@ void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, con
   }
 }
 
+/// The workspace a launch whose plan takes its units from a counter will use, settled before
+/// run_fused clears the scales: `workspace` itself where the caller gave one (or the plan needs no
+/// counter), else `own` naming the counter kept for the device and stream, or the graph's own
+/// under capture (sm90/workspace.cuh), which may be allocated here. So a counter that cannot be
+/// allocated fails the call before it has written anything. `p`: the plan the launch runs.
+inline fp4fuse::result settle_workspace(const sm90::grouped_plan& p, cudaStream_t stream, const sm90::workspace*& workspace,
+                                        sm90::workspace& own, const char* entry) {
+  if (workspace != nullptr || sm90::workspace::size_for(p).counter_count == 0) return {};
+  int device = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  if (const fp4fuse::result r = sm90::detail::unit_counter_for(device, stream, &own.counters); !r) return r;
+  own.counter_count = 1;
+  workspace = &own;
+  return {};
+}
+
 /// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`) whose arguments
 /// `check_launch` has accepted.
 template <class Kernels = sm90::planned_kernels, class Epilogue>
@@ -253,7 +269,7 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
 /// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
-/// nothing. The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
+/// nothing, nor does one whose unit counter cannot be allocated (it is settled before the memset). The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
 /// stream, outside any capture), so the call may be captured into a CUDA graph.
 /// Preconditions (each refused with a sentence, nothing written): `in.x` [rows, H] BF16 with
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
@@ -292,6 +308,13 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                                 {"out.layout.experts", "out.layout.expert_offsets"}, force_plan, workspace, /*fused=*/true,
                                 "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
+  sm90::workspace own{};
+  if (in.x.rows > 0) {  // 0 rows launch nothing and need no counter
+    const sm90::grouped_plan plan = force_plan != nullptr ? *force_plan
+                                                          : sm90::plan_grouped(static_cast<int>(in.x.rows), out.layout.experts,
+                                                                               static_cast<int>(N), static_cast<int>(in.x.cols));
+    if (const fp4fuse::result r = detail::settle_workspace(plan, stream, workspace, own, "fp4fuse::gemm::moe::run_fused"); !r) return r;
+  }
   if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
     return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
   }
