@@ -1,8 +1,11 @@
 #pragma once
 /// \file status.hpp
 /// What a host launcher returns. Launchers validate every argument before any CUDA call or write;
-/// a non-ok result means nothing was launched and nothing was written, and `message()` names the
-/// argument and the requirement that failed. After validation, a launcher with nothing to write
+/// a refused call (a non-ok result) launched and wrote nothing, and `message()` names the argument
+/// and the requirement that failed. The one exception is a CUDA failure of the kernel's launch
+/// itself (status::cuda_error) in a launcher that clears an output on the stream first (`amax`'s
+/// result, `gemm::moe::run_fused`'s scale tensor): that memset is queued after every other
+/// preparation, just before the kernel. After validation, a launcher with nothing to write
 /// (an empty output, M = 0) returns ok without any CUDA call; one with something to write needs a
 /// device and returns `status::no_device` without one (`amax` always writes its result, 0 and
 /// S = 1 for an empty input).

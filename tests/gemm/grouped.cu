@@ -8,6 +8,8 @@
 // (the caller's, left zero; refused where a workspace has none); the BF16 flows against the dense
 // kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
 // tests/gemm/sm90/).
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "../../examples/l1_gemm/moe_data.cuh"
@@ -188,6 +190,27 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
       CHECK(r.code == fp4fuse::status::bad_shape);
       CHECK(std::string(r.message()).find(words) != std::string::npos);
     }
+    // Its own bounds, which the moe:: calls check before it: the group count (the schedule's
+    // shared-memory scan holds max_groups), null pointers, the shape, W's 32-bit row indexing.
+    const auto direct = [&](const __nv_bfloat16* x, int rows, int N, int K, int groups, const std::int32_t* offs) {
+      return fp4fuse::gemm::sm90::launch_grouped(x, good.w, rows, N, K, groups, offs, epi, nullptr);
+    };
+    for (const auto& [r, code, words] :
+         {std::tuple{direct(good.x.data, 64, 160, 256, 1025, offsets), fp4fuse::status::bad_shape, "groups = 1025 must be in [1, 1024]"},
+          std::tuple{direct(good.x.data, 64, 160, 256, 0, offsets), fp4fuse::status::bad_shape, "groups = 0 must be in [1, 1024]"},
+          std::tuple{direct(good.x.data, 64, 160, 256, 8, nullptr), fp4fuse::status::null_pointer, "offsets is null"},
+          std::tuple{direct(nullptr, 64, 160, 256, 8, offsets), fp4fuse::status::null_pointer, "x is null"},
+          std::tuple{direct(good.x.data, 64, 150, 256, 8, offsets), fp4fuse::status::bad_shape, "rows = 64, N = 150, K = 256"},
+          std::tuple{direct(good.x.data, 64, 160, 250, 8, offsets), fp4fuse::status::bad_shape, "rows = 64, N = 160, K = 250"},
+          std::tuple{direct(good.x.data, -1, 160, 256, 8, offsets), fp4fuse::status::bad_shape, "rows = -1"},
+          std::tuple{direct(good.x.data, 64, 1 << 22, 256, 1024, offsets), fp4fuse::status::bad_shape,
+                     "groups * N = 4294967296 exceeds 32-bit W row indexing"}}) {
+      INFO(r.message());
+      CHECK(r.code == code);
+      CHECK(std::string(r.message()).find(std::string("fp4fuse::gemm::sm90::launch_grouped: ") + words) != std::string::npos);
+    }
+    // 0 rows: ok, no CUDA call (the BF16 binding has no host work).
+    CHECK(static_cast<bool>(direct(good.x.data, 0, 160, 256, 8, offsets)));
   }
   // The BF16 flows refuse a swap-AB plan whichever kernels they compile (it takes the fused epilogue only).
   const grouped_plan swap_plan{192, 128, 1, false, false, true};
@@ -553,6 +576,39 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
     FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
     FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
   }
+}
+
+TEST_CASE("MoE L1 [gpu]: 0 rows clear the whole scale tensor and launch nothing", "[gpu][gemm][moe]") {
+  if (!grouped_runs_here()) return;
+  // No kernel: the NVFP4 binding's host work alone (the memset launch_grouped queues just before
+  // a kernel) writes every scale byte 0x00, in both expert-start conventions; nothing else is
+  // touched.
+  const int E = 5, I = 64, H = 256;
+  device_buffer x(64), w(static_cast<std::size_t>(E) * 2 * I * H * 2), packed(256), S(4), offsets(4 * (E + 1));
+  const float one = 1.0f;
+  S.upload(&one, 4);
+  const std::vector<std::int32_t> zeros(E + 1, 0);
+  offsets.upload(zeros.data(), zeros.size() * 4);
+  const auto run = [&](auto start) {
+    using ExpertStart = decltype(start);
+    const gmoe::grouped_layout<ExpertStart> layout{0, I / 16, E, offsets.as<std::int32_t>()};
+    INFO("scale bytes " << layout.size_bytes());
+    REQUIRE(layout.size_bytes() > 0);
+    device_buffer scales(static_cast<std::size_t>(layout.size_bytes()));
+    const gmoe::grouped_output<ExpertStart> out{packed.as<std::uint8_t>(), I / 2, scales.as<std::uint8_t>(), layout};
+    const gmoe::inputs in{{x.as<const __nv_bfloat16>(), 0, H, H}, w.as<const __nv_bfloat16>(), nullptr};
+    const fp4fuse::result r = gmoe::run_fused(in, out, fp4fuse::global_scale::per_tensor{S.as<const float>()}, fp4fuse::activation::swiglu{});
+    INFO(r.message());
+    REQUIRE(static_cast<bool>(r));
+    FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    const auto bytes = scales.download();
+    CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0; }));
+    CHECK(scales.guard_intact());
+    const auto p = packed.download();
+    CHECK(std::all_of(p.begin(), p.end(), [](unsigned char b) { return b == poison; }));
+  };
+  run(offset_bound{});
+  run(padded_prefix_sum{});
 }
 
 TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output expert by expert", "[gpu][gemm][moe]") {

@@ -137,6 +137,12 @@ struct swiglu_nvfp4 {
                                                                layout{u.group_rows, out.layout.scale_cols}};
     return {expert_out, scales.scales + (scales.per_expert ? u.group : 0), act, b};
   }
+  /// Clears the whole scale tensor on `stream` (the gaps between the experts' bands and the tail
+  /// stay 0x00; the kernel writes each expert's scales and padding): the launchers call it after
+  /// every other preparation, just before the kernel (sm90::detail::before_launch).
+  cudaError_t before_launch(cudaStream_t stream) const {
+    return cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream);
+  }
 };
 
 /// Any of the three with the expert's bias where `bias` is set: `for_group` is what the kernels
@@ -166,6 +172,9 @@ struct grouped {
       return g.rows_of(u, fp4fuse::no_bias{});
     }
   }
+  /// The binding's host work before the kernel, where it has any (`swiglu_nvfp4` clears its scale
+  /// tensor; the BF16 bindings have none).
+  cudaError_t before_launch(cudaStream_t stream) const { return sm90::detail::before_launch(g, stream); }
 };
 
 }  // namespace epilogue
@@ -184,7 +193,8 @@ struct expert_names {
 /// the bounds of the kernels' 32-bit indexing, the forced plan (a kernel that exists, that takes
 /// this flow's epilogue: the swap-AB kernel only `fused`, and that a launch with `Kernels`
 /// compiles, else the sentence names `experimental_call`, the call that does), the workspace, and
-/// (the one CUDA query, last) that this GPU runs the sm_90a kernels.
+/// (the CUDA calls, last, and only for a call with rows: cudaGetDevice, then wgmma_runs_here's
+/// probe) that this GPU runs the sm_90a kernels.
 template <class Kernels>
 void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, const char* n_name, int experts, const std::int32_t* offsets,
                   const expert_names& names, const sm90::grouped_plan* force_plan, const sm90::workspace* workspace, bool fused,
@@ -207,13 +217,16 @@ void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, con
   c.require(in.x.rows < (index_t(1) << 30) && in.x.cols < (index_t(1) << 20), status::bad_shape,
             "in.x is [%lld, %lld]: fewer than 2^30 rows and 2^20 columns are supported", static_cast<long long>(in.x.rows),
             static_cast<long long>(in.x.cols));
-  c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "%s * 2I = %lld exceeds 32-bit W row indexing",
-            names.experts, static_cast<long long>(experts) * N);
-  // The schedule counts units (every expert's 64-row blocks times the 128-wide column tiles, at
-  // most) in int.
-  c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
-            "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
-            static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
+  c.require(N < (index_t(1) << 31), status::bad_shape, "%s gives 2I = %lld: below 2^31 is supported", n_name, static_cast<long long>(N));
+  if (c) {  // the bounds above keep these products in range
+    c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "%s * 2I = %lld exceeds 32-bit W row indexing",
+              names.experts, static_cast<long long>(experts) * N);
+    // The schedule counts units (every expert's 64-row blocks times the 128-wide column tiles, at
+    // most) in int.
+    c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
+              "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
+              static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
+  }
   if (c) {  // the plan launch_grouped will run, refused as it would refuse it (sm90::detail::check_plan)
     const sm90::grouped_plan p = force_plan != nullptr ? *force_plan
                                                        : sm90::plan_grouped(static_cast<int>(in.x.rows), experts, static_cast<int>(N), static_cast<int>(in.x.cols));
@@ -234,28 +247,11 @@ void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, con
   }
 }
 
-/// The workspace a launch whose plan takes its units from a counter will use, settled before
-/// run_fused clears the scales: `workspace` itself where the caller gave one (or the plan needs no
-/// counter), else `own` naming the counter kept for the device and stream, or the graph's own
-/// under capture (sm90/workspace.cuh), which may be allocated here. So a counter that cannot be
-/// allocated fails the call before it has written anything. `p`: the plan the launch runs.
-inline fp4fuse::result settle_workspace(const sm90::grouped_plan& p, cudaStream_t stream, const sm90::workspace*& workspace,
-                                        sm90::workspace& own, const char* entry) {
-  if (workspace != nullptr || sm90::workspace::size_for(p).counter_count == 0) return {};
-  int device = 0;
-  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
-  if (const fp4fuse::result r = sm90::detail::unit_counter_for(device, stream, &own.counters); !r) return r;
-  own.counter_count = 1;
-  workspace = &own;
-  return {};
-}
-
 /// The grouped GEMM with a grouped epilogue (`epilogue::grouped<...>`) whose arguments
 /// `check_launch` has accepted.
 template <class Kernels = sm90::planned_kernels, class Epilogue>
 fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int32_t* offsets, const Epilogue& epi, cudaStream_t stream,
                        const sm90::grouped_plan* force_plan, const sm90::workspace* workspace = nullptr) {
-  if (in.x.rows == 0) return {};
   return sm90::launch_grouped<Kernels>(in.x.data, in.w, static_cast<int>(in.x.rows), static_cast<int>(N), static_cast<int>(in.x.cols), experts,
                               offsets, epi, stream, force_plan, workspace);
 }
@@ -269,12 +265,15 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// written: after every argument is checked it is cleared (one memset on `stream`: the gaps and
 /// the tail of the grouped layout), then the kernel writes each expert's scales and in-band
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
-/// nothing, nor does one whose unit counter cannot be allocated (it is settled before the memset). The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
+/// nothing; the memset is queued after every other preparation of the launch (the unit counter,
+/// the kernel's attributes, the tensor maps), so of the CUDA failures only the kernel's launch
+/// itself can come after it. The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
 /// stream, outside any capture), so the call may be captured into a CUDA graph.
 /// Preconditions (each refused with a sentence, nothing written): `in.x` [rows, H] BF16 with
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
 /// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
-/// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, nothing launched.
+/// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, no kernel; the
+/// scale tensor is still cleared (the memset alone).
 /// `Kernels`: the kernels the call compiles, `sm90::planned_kernels` (the 4 tile shapes
 /// `plan_grouped` chooses, 8 kernels with and without a bias) or `sm90::experimental_kernels`
 /// (every grouped kernel and the swap-AB kernel: 28 kernels) for forced plans.
@@ -308,16 +307,6 @@ fp4fuse::result run_fused(const inputs& in, const grouped_output<ExpertStart>& o
                                 {"out.layout.experts", "out.layout.expert_offsets"}, force_plan, workspace, /*fused=*/true,
                                 "run_fused<Intermediate, fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
-  sm90::workspace own{};
-  if (in.x.rows > 0) {  // 0 rows launch nothing and need no counter
-    const sm90::grouped_plan plan = force_plan != nullptr ? *force_plan
-                                                          : sm90::plan_grouped(static_cast<int>(in.x.rows), out.layout.experts,
-                                                                               static_cast<int>(N), static_cast<int>(in.x.cols));
-    if (const fp4fuse::result r = detail::settle_workspace(plan, stream, workspace, own, "fp4fuse::gemm::moe::run_fused"); !r) return r;
-  }
-  if (const cudaError_t err = cudaMemsetAsync(out.scales, 0, static_cast<std::size_t>(out.layout.size_bytes()), stream); err != cudaSuccess) {
-    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::moe::run_fused");
-  }
   using nvfp4 = epilogue::swiglu_nvfp4<ExpertStart, Activation, Intermediate>;
   const nvfp4 e{out, S, act, in.bias};
   const int E = out.layout.experts;

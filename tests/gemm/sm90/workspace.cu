@@ -1,8 +1,11 @@
-// gemm/sm90/workspace.cuh on the host: the workspace a plan needs (a K split's partial sums and
-// tile counters, a grouped ping-pong plan's unit counter) and whether a caller's workspace holds it.
+// gemm/sm90/workspace.cuh: on the host, the workspace a plan needs (a K split's partial sums and
+// tile counters, a grouped ping-pong plan's unit counter) and whether a caller's workspace holds
+// it; on a GPU, growing the kept workspace while another stream is being captured.
 #include <fp4fuse/gemm/sm90/workspace.cuh>
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "../../test_support.hpp"
 
@@ -43,4 +46,46 @@ TEST_CASE("workspace: a grouped plan needs a unit counter exactly where its kern
   unsigned counter = 0;
   CHECK(workspace{nullptr, &counter, 0, 1}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
   CHECK_FALSE(workspace{}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
+}
+
+TEST_CASE("workspace [gpu]: growing a workspace while another stream is captured leaves that capture intact", "[gpu][gemm][workspace]") {
+  // A K split's kept workspace grows on its own stream (drain, free, allocate, zero). A capture
+  // in global mode on another stream prohibits those calls in this thread unless they run in
+  // relaxed mode: they would fail and invalidate that capture.
+  using fp4fuse::gemm::sm90::workspace;
+  using fp4fuse::gemm::sm90::workspace_size;
+  for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed}) {
+    INFO("capture mode " << static_cast<int>(mode));
+    cudaStream_t captured = nullptr, own = nullptr;
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&captured, cudaStreamNonBlocking));
+    FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+    workspace ws{};
+    // From nothing, then larger (the old buffers freed): each inside a capture of `captured`.
+    for (const workspace_size need : {workspace_size{1 << 16, 40}, workspace_size{1 << 18, 300}}) {
+      FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(captured, mode));
+      const fp4fuse::result r = fp4fuse::gemm::sm90::detail::reserve_workspace(ws, need, own);
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      FP4FUSE_TEST_CUDA(cudaStreamIsCapturing(captured, &status));
+      CHECK(status == cudaStreamCaptureStatusActive);
+      cudaGraph_t graph = nullptr;
+      CHECK(cudaStreamEndCapture(captured, &graph) == cudaSuccess);
+      if (graph != nullptr) FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+      (void)cudaGetLastError();
+      INFO(r.message());
+      REQUIRE(static_cast<bool>(r));
+      REQUIRE(ws.holds(need));
+      FP4FUSE_TEST_CUDA(cudaStreamSynchronize(own));
+      std::vector<unsigned> counters(need.counter_count, 1u);
+      FP4FUSE_TEST_CUDA(cudaMemcpy(counters.data(), ws.counters, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      CHECK(std::all_of(counters.begin(), counters.end(), [](unsigned c) { return c == 0u; }));  // zeroed
+    }
+    // Large enough already: no CUDA call, the same buffers.
+    float* const partials = ws.partials;
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::reserve_workspace(ws, workspace_size{1 << 10, 8}, own)));
+    CHECK(ws.partials == partials);
+    FP4FUSE_TEST_CUDA(cudaFree(ws.partials));
+    FP4FUSE_TEST_CUDA(cudaFree(ws.counters));
+    FP4FUSE_TEST_CUDA(cudaStreamDestroy(captured));
+    FP4FUSE_TEST_CUDA(cudaStreamDestroy(own));
+  }
 }

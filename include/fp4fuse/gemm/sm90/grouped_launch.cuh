@@ -35,6 +35,7 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
     std::fprintf(stderr, "sm90 gemm: M=%d N=%d K=%d swap-AB up to %d tokens x %d W rows, cluster %d along W, %d stages: %d units on %u CTAs\n",
                  prm.M, prm.N, prm.K, MaxTokens, cfg::block_n, Cluster, cfg::stages, units, launch.grid(units));
   }
+  if (const cudaError_t err = before_launch(epi, stream); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
 
@@ -61,9 +62,13 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
 }  // namespace detail
 
 /// Launches the grouped GEMM: for every group g, D_g = X[offsets[g] : offsets[g+1]] * W_g^T with
-/// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). The
-/// caller (grouped.cuh) has validated the arguments and checked that the device runs the sm_90a
-/// kernels. The grid is the resident CTAs (the units depend on the offsets, which the host does
+/// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). It
+/// refuses, before any CUDA call, groups outside [1, max_groups], null x, w or offsets, rows
+/// outside [0, 2^30), N not a positive multiple of 32, K not one of 8, groups * N of 2^31 or more, and a plan it cannot run
+/// (detail::check_plan); the moe:: calls (grouped.cuh) check their arguments' memory and the
+/// device as well. 0 rows: no kernel, only the epilogue's host work (`before_launch`: the NVFP4
+/// binding clears its scale tensor). The epilogue's host work is queued after every other
+/// preparation, just before the kernel. The grid is the resident CTAs (the units depend on the offsets, which the host does
 /// not read), so the launch is the same for any routing of `rows` rows. `Kernels`: the kernels it
 /// compiles (plan.cuh): `planned_kernels` (those plan_grouped chooses), or `experimental_kernels`
 /// (every grouped kernel and the swap-AB kernel) for forced plans that name another.
@@ -83,9 +88,26 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
                       const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr, const workspace* ws = nullptr) {
   static_assert(std::is_same_v<Kernels, planned_kernels> || std::is_same_v<Kernels, experimental_kernels>,
                 "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
-  // The plan first: a refusal needs no GPU.
-  const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
+  // The shape and the plan first: a refusal needs no GPU. The moe:: calls check the rest of
+  // their arguments (grouped.cuh's check_launch); these bounds keep the schedule's shared-memory
+  // scan and its 32-bit indexing in range for a direct call too.
   fp4fuse::argument_checker c("fp4fuse::gemm::sm90::launch_grouped");
+  c.require(groups >= 1 && groups <= max_groups, status::bad_shape, "groups = %d must be in [1, %d]", groups, max_groups);
+  c.require(rows >= 0 && rows < (1 << 30) && N >= 32 && N % 32 == 0 && K >= 8 && K % 8 == 0, status::bad_shape,
+            "rows = %d, N = %d, K = %d: rows in [0, 2^30), N a positive multiple of 32 and K of 8 are needed", rows, N, K);
+  c.not_null(x, "x");
+  c.not_null(w, "w");
+  c.not_null(offsets, "offsets");
+  if (c) {
+    c.require(static_cast<long long>(groups) * N < (1ll << 31), status::bad_shape, "groups * N = %lld exceeds 32-bit W row indexing",
+              static_cast<long long>(groups) * N);
+  }
+  if (!c) return c.outcome();
+  if (rows == 0) {  // no kernel; the epilogue's host work still runs (the NVFP4 binding clears its scales)
+    const cudaError_t err = detail::before_launch(epi, stream);
+    return err == cudaSuccess ? result{} : fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
+  }
+  const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
   detail::check_plan<Kernels>(c, p, force != nullptr ? "the forced plan" : "plan_grouped's plan", detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
                               ws, "launch", "launch_grouped<fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();

@@ -56,6 +56,26 @@ inline cudaError_t make_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, 
 }
 
 namespace detail {
+/// True for epilogues with host work to queue just before their kernel:
+/// `cudaError_t before_launch(cudaStream_t) const` (grouped.cuh's NVFP4 binding clears its scale
+/// tensor there).
+template <class Epilogue, class = void>
+inline constexpr bool has_before_launch = false;
+template <class Epilogue>
+inline constexpr bool has_before_launch<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().before_launch(cudaStream_t{}))>> = true;
+
+/// Queues `epi`'s host work on `stream` (cudaSuccess for an epilogue without any). The launchers
+/// call it after every other preparation (kernel attributes, occupancy, tensor maps), so that once
+/// an output has been written only the kernel's launch itself can still fail.
+template <class Epilogue>
+cudaError_t before_launch(const Epilogue& epi, cudaStream_t stream) {
+  if constexpr (has_before_launch<Epilogue>) {
+    return epi.before_launch(stream);
+  } else {
+    return cudaSuccess;
+  }
+}
+
 /// One launch of a persistent sm_90a kernel in clusters of `Cluster` CTAs (launch_tiles and the
 /// swap-AB launcher): the launch configuration, the shared-memory opt-in on every call (cheap, and a
 /// context re-created by cudaDeviceReset starts without it), and once per kernel and device (kept
@@ -106,8 +126,10 @@ class persistent_launch {
   template <class Kernel, class... Args>
   result launch(Kernel* kernel, int units, const char* entry, const Args&... args) {
     config_.gridDim = dim3(grid(units));
+    // cudaLaunchKernelEx returns the launch's own error: the runtime's last error could be an
+    // earlier one of the caller's.
     if (const cudaError_t err = cudaLaunchKernelEx(&config_, kernel, args...); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
-    return fp4fuse::launch_result(entry);
+    return {};
   }
 
  private:
@@ -177,6 +199,7 @@ result launch_tiles(const __nv_bfloat16* x, const __nv_bfloat16* w, params prm, 
                  prm.M, prm.N, prm.K, Pingpong ? "ping-pong" : "cooperative", BlockM, BlockN, prm.splits, Cluster, AlongN ? " along N" : "",
                  detail::is_staged<Epilogue> ? ", BF16 store staged through TMA" : "", units, launch.grid(units), launch.resident());
   }
+  if (const cudaError_t err = detail::before_launch(epi, stream); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, sched_args);
 }
 

@@ -112,9 +112,10 @@ inline fp4fuse::result regrow(T** buffer, std::size_t* count, std::size_t need) 
   return {};
 }
 
-/// Grows `ws` to hold `need`, zeroing new counters on `stream`. `ws` serves `stream` only: its old
-/// buffers may still be read by launches queued there, so the stream is drained before they go.
-inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
+/// Grows `ws` to hold `need`, zeroing new counters on `stream`, in the calling thread's capture
+/// mode. `ws` serves `stream` only: its old buffers may still be read by launches queued there, so
+/// the stream is drained before they go.
+inline fp4fuse::result grow_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (need.partial_floats > ws.partial_floats || need.counter_count > ws.counter_count) {
     if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
@@ -130,6 +131,21 @@ inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& ne
     }
   }
   return {};
+}
+
+/// `grow_workspace` where `ws` is too small (no CUDA call otherwise). `stream` is not being
+/// captured (the caller refuses that), but another stream may be: the drain, the free and the
+/// allocation run in relaxed capture mode, as `new_unit_counter`'s calls do, so that a capture in
+/// global mode elsewhere neither refuses them nor is invalidated by them.
+inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
+  if (need.partial_floats <= ws.partial_floats && need.counter_count <= ws.counter_count) return {};  // no CUDA call
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (const cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode); err != cudaSuccess) {
+    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
+  }
+  const fp4fuse::result r = grow_workspace(ws, need, stream);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode again
+  return r;
 }
 
 /// The workspace `launch` keeps for one (device, stream), and the lock its user holds from
