@@ -442,10 +442,12 @@ TEST_CASE("MoE L1 [gpu]: fused grouped output bit-identical to the dense kernel 
 
 namespace {
 
-/// run_fused's kernel without run_fused's memset, into a poisoned scale tensor: each expert's band
-/// (its scales and in-band padding, round_up(count, 128) rows) must equal the dense kernel's scale
-/// tensor, and every other byte (gaps, tail, the bands of empty experts) keep the poison. The kernel
-/// writes exactly the experts' bands; the memset is what zeroes the rest.
+/// run_fused's kernel without the launch's memset, into a poisoned scale tensor: the launch is
+/// captured into a graph, which must hold one memset of the whole scale tensor and one kernel after
+/// it; the memset node is removed and the graph run. Each expert's band (its scales and in-band
+/// padding, round_up(count, 128) rows) must equal the dense kernel's scale tensor, and every other
+/// byte (gaps, tail, the bands of empty experts) keep the poison. The kernel writes exactly the
+/// experts' bands; the memset is what zeroes the rest.
 template <class Start>
 void check_bands_without_memset(const std::vector<std::int32_t>& counts, const grouped_plan& plan, const char* what) {
   INFO(what << ": plan " << plan.block_m << "x" << plan.block_n << " cluster " << plan.cluster << (plan.along_n ? " along N" : "")
@@ -453,11 +455,51 @@ void check_bands_without_memset(const std::vector<std::int32_t>& counts, const g
   grouped_problem<Start> p(counts, 128, 144, 5, false, true, rng(what)());
   using nvfp4 = gmoe::epilogue::swiglu_nvfp4<Start, fp4fuse::activation::swiglu>;
   const nvfp4 e{p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr};
+  cudaStream_t stream = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  FP4FUSE_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   const fp4fuse::result r = gmoe::detail::launch<experimental>(p.inputs(), p.N, p.E, p.d_offsets.template as<std::int32_t>(),
-                                                gmoe::epilogue::grouped<nvfp4, false>{e, p.N}, nullptr, &plan);
+                                                gmoe::epilogue::grouped<nvfp4, false>{e, p.N}, stream, &plan);
+  FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
   INFO(r.message());
   REQUIRE(static_cast<bool>(r));
-  FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+  std::size_t count = 0;
+  FP4FUSE_TEST_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  FP4FUSE_TEST_CUDA(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int memsets = 0, kernels = 0;
+  for (const cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    FP4FUSE_TEST_CUDA(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) {
+      ++kernels;
+      std::size_t before = 0;
+#if CUDART_VERSION >= 13000
+      FP4FUSE_TEST_CUDA(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &before));
+#else
+      FP4FUSE_TEST_CUDA(cudaGraphNodeGetDependencies(node, nullptr, &before));
+#endif
+      CHECK(before == 1);  // the memset
+    } else if (type == cudaGraphNodeTypeMemset) {
+      ++memsets;
+      cudaMemsetParams m{};
+      FP4FUSE_TEST_CUDA(cudaGraphMemsetNodeGetParams(node, &m));
+      CHECK(m.dst == p.scales.template as<void>());
+      CHECK(m.value == 0u);
+      CHECK(m.width * m.elementSize * m.height == p.scales.bytes());
+      FP4FUSE_TEST_CUDA(cudaGraphDestroyNode(node));
+    }
+  }
+  CHECK(memsets == 1);
+  CHECK(kernels == 1);
+  cudaGraphExec_t exec = nullptr;
+  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
+  FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
+  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
+  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+  FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
   const auto got = p.scales.download();
   gmoe::grouped_layout<Start> layout = p.layout_for(p.capacity);
   layout.expert_offsets = p.offsets.data();
