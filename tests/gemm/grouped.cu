@@ -41,8 +41,12 @@ void inside_capture(cudaStream_t stream, cudaStreamCaptureMode mode, const Call&
 }
 }  // namespace
 
-// First in the file: in a whole run the process's first GPU probe happens inside the capture.
-TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it intact", "[gpu][gemm][moe]") {
+__global__ void no_work() {}
+
+// First in the file: in a whole run the process's first GPU probe happens inside the capture,
+// with an error of the caller's pending (a launch of 2048 threads a block), which the probe must
+// neither take for its own nor clear.
+TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving it and a pending error intact", "[gpu][gemm][moe]") {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();
@@ -53,14 +57,20 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
   FP4FUSE_TEST_CUDA(cudaGetDevice(&device));
   FP4FUSE_TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FP4FUSE_TEST_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr, other = nullptr;
   FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  FP4FUSE_TEST_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
   for (const cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal}) {
     INFO("capture mode " << static_cast<int>(mode));
     bool here = false;
-    inside_capture(stream, mode, [&] { here = fp4fuse::gemm::detail::wgmma_runs_here(); });
+    inside_capture(stream, mode, [&] {
+      no_work<<<1, 2048, 0, other>>>();  // another stream, not captured: refused at once, cudaErrorInvalidConfiguration pending
+      here = fp4fuse::gemm::detail::wgmma_runs_here();
+      CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+    });
     CHECK(here == (major == 9 && minor == 0));  // this binary has an sm_90a image
   }
+  FP4FUSE_TEST_CUDA(cudaStreamDestroy(other));
   FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
 }
 

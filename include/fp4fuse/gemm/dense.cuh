@@ -44,11 +44,19 @@ __global__ void sm90a_image_probe(int* has_wgmma) {
 /// The first call per device launches a one-thread probe on a private stream and waits for it, in
 /// relaxed capture mode: a capture under way on another stream is neither joined nor broken. A
 /// definite answer is cached; a probe that fails for another reason (out of memory, or the capture
-/// mode cannot be exchanged) answers false this time and runs again on the next call.
+/// mode cannot be exchanged) answers false this time and runs again on the next call. Each CUDA
+/// call's own result is read, never the runtime's last error: an error the caller left pending is
+/// neither taken for the probe's nor cleared, unless a call of the probe's fails (its error then
+/// replaced the caller's, and is cleared).
 inline bool wgmma_runs_here() {
+  bool failed = false;  // a call of ours failed: the runtime's last error is ours, cleared before returning
+  const auto ok = [&failed](cudaError_t err) {
+    failed = failed || err != cudaSuccess;
+    return err == cudaSuccess;
+  };
   int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+  if (!ok(cudaGetDevice(&device)) || !ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
+      !ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device))) {
     (void)cudaGetLastError();
     return false;
   }
@@ -59,32 +67,31 @@ inline bool wgmma_runs_here() {
   const std::lock_guard<std::mutex> lock(mutex);
   if (cached[device] != unknown) return cached[device] == yes;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+  if (!ok(cudaThreadExchangeStreamCaptureMode(&mode))) {
     (void)cudaGetLastError();
     return false;  // without relaxed mode the probe could break a capture under way: no answer this time
   }
   int answer = unknown;
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess) {
+  if (ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking))) {
     int* flag = nullptr;
-    if (cudaMallocAsync(&flag, sizeof(int), stream) == cudaSuccess) {
-      sm90a_image_probe<<<1, 1, 0, stream>>>(flag);
-      const cudaError_t launched = cudaGetLastError();
+    if (ok(cudaMallocAsync(&flag, sizeof(int), stream))) {
+      void* args[] = {&flag};
+      const cudaError_t launched = cudaLaunchKernel(reinterpret_cast<const void*>(&sm90a_image_probe<0>), dim3(1), dim3(1), args, 0, stream);
       int has = 0;
-      if (launched == cudaSuccess) {
-        if (cudaMemcpyAsync(&has, flag, sizeof has, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-            cudaStreamSynchronize(stream) == cudaSuccess) {
+      if (ok(launched)) {
+        if (ok(cudaMemcpyAsync(&has, flag, sizeof has, cudaMemcpyDeviceToHost, stream)) && ok(cudaStreamSynchronize(stream))) {
           answer = has == 1 ? yes : no;
         }
       } else if (launched == cudaErrorNoKernelImageForDevice || launched == cudaErrorInvalidDeviceFunction) {
         answer = no;  // no image for this device at all
       }
-      (void)cudaFreeAsync(flag, stream);
+      (void)ok(cudaFreeAsync(flag, stream));
     }
-    (void)cudaStreamSynchronize(stream);
-    (void)cudaStreamDestroy(stream);
+    (void)ok(cudaStreamSynchronize(stream));
+    (void)ok(cudaStreamDestroy(stream));
   }
-  (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
+  if (failed) (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
   (void)cudaThreadExchangeStreamCaptureMode(&mode);  // restores the caller's mode (the exchange above succeeded)
   if (answer != unknown) cached[device] = answer;
   return answer == yes;
