@@ -75,7 +75,7 @@ TEST_CASE("MoE L1 [gpu]: the GPU probe runs outside a capture under way, leaving
 }
 
 TEST_CASE("MoE L1 [gpu]: a captured launch's unit counter is the graph's own, made zero without breaking the capture", "[gpu][gemm][moe]") {
-  if (!fp4fuse::gemm::detail::wgmma_runs_here()) return;
+  if (!sm90_engine_here(fp4fuse::gemm::detail::wgmma_runs_here(), "the grouped unit counter is not exercised")) return;
   int device = 0;
   FP4FUSE_TEST_CUDA(cudaGetDevice(&device));
   const auto value_of = [](const unsigned* counter) {
@@ -695,8 +695,11 @@ TEST_CASE("MoE L1 [gpu]: the BF16 flows equal the dense kernel's BF16 output exp
       CHECK(std::equal(want_gu.begin(), want_gu.end(), got_gu.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * p.N * 2));
       CHECK(std::equal(want_h.begin(), want_h.end(), got_h.begin() + std::ptrdiff_t(p.offsets[static_cast<std::size_t>(e)]) * p.I * 2));
     }
-    // Rows beyond the routed ones: untouched.
+    // Rows beyond the routed ones: untouched, in both outputs and past their ends.
     CHECK(std::all_of(got_gu.begin() + std::ptrdiff_t(p.rows) * p.N * 2, got_gu.end(), [](unsigned char c) { return c == poison; }));
+    CHECK(std::all_of(got_h.begin() + std::ptrdiff_t(p.rows) * p.I * 2, got_h.end(), [](unsigned char c) { return c == poison; }));
+    CHECK(gu.guard_intact());
+    CHECK(h.guard_intact());
   }
 }
 
@@ -732,6 +735,25 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
   for (const grouped_plan& plan : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
     INFO("plan 128x128 ping-pong cluster " << plan.cluster << (plan.along_n ? " along N" : ""));
     grouped_problem<offset_bound> p(counts, 256, 512, 9, false, false, g());
+    {
+      // The caller's counter is the one taken from: left at 2^20, beyond every unit, it runs no
+      // unit (nothing packed), and each cluster's one take moves it above 2^20. The counter kept
+      // for the stream, zero, would run them all.
+      const unsigned far = 1u << 20;
+      counter.upload(&far, sizeof far);
+      FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
+      const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
+                                                                                          fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
+      INFO(r.message());
+      REQUIRE(static_cast<bool>(r));
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      const auto packed = p.packed.download();
+      CHECK(std::all_of(packed.begin(), packed.end(), [](unsigned char c) { return c == poison; }));
+      unsigned taken = 0;
+      FP4FUSE_TEST_CUDA(cudaMemcpy(&taken, counter.as<unsigned>(), sizeof taken, cudaMemcpyDeviceToHost));
+      CHECK(taken > far);
+      FP4FUSE_TEST_CUDA(cudaMemset(counter.as<void>(), 0, sizeof(unsigned)));
+    }
     for (int launch = 0; launch < 3; ++launch) {
       INFO("launch " << launch);
       FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));

@@ -79,6 +79,15 @@ TEST_CASE("workspace [gpu]: growing a workspace while another stream is captured
       FP4FUSE_TEST_CUDA(cudaMemcpy(counters.data(), ws.counters, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
       CHECK(std::all_of(counters.begin(), counters.end(), [](unsigned c) { return c == 0u; }));  // zeroed
     }
+    // Counters written nonzero, then grown by one: the old block freed, a new one allocated (the
+    // allocator tends to hand the freed, dirty block back) and zeroed.
+    FP4FUSE_TEST_CUDA(cudaMemset(ws.counters, 0xFF, ws.counter_count * sizeof(unsigned)));
+    const workspace_size one_more{ws.partial_floats, ws.counter_count + 1};
+    REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::reserve_workspace(ws, one_more, own)));
+    FP4FUSE_TEST_CUDA(cudaStreamSynchronize(own));
+    std::vector<unsigned> regrown(one_more.counter_count, 1u);
+    FP4FUSE_TEST_CUDA(cudaMemcpy(regrown.data(), ws.counters, regrown.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CHECK(std::all_of(regrown.begin(), regrown.end(), [](unsigned c) { return c == 0u; }));
     // Large enough already: no CUDA call, the same buffers.
     float* const partials = ws.partials;
     REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::reserve_workspace(ws, workspace_size{1 << 10, 8}, own)));
