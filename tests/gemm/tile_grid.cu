@@ -47,16 +47,17 @@ TEST_CASE("tile_grid: the library's dense epilogues state what their stores need
   CHECK(padding_granule<fp4fuse::gemm::store_bf16<fp4fuse::column_bias>>::rows == 1);
   CHECK(padding_granule<fp4fuse::gemm::store_bf16<fp4fuse::column_bias>>::cols == 1);
   // The SwiGLU BF16 store: a gate granule and its up granule.
-  CHECK(column_granule<fp4fuse::gemm::swiglu_bf16<act>> == 2 * fp4fuse::gate_up::interleaved<8>::granule);
+  CHECK(column_granule<fp4fuse::gemm::swiglu_bf16<act>> == 16);  // 8 gate columns and their 8 up columns
   CHECK(padding_granule<fp4fuse::gemm::swiglu_bf16<act>>::rows == 1);
   // NVFP4: whole blocks (a block's outputs come from twice as many gate/up columns); the scales'
   // 128 x 4 swizzled blocks of padding, each scale column a block's gate/up columns.
+  // Written out: an NVFP4 block of 16 outputs is 32 gate/up columns; a 128 x 4 scale block covers
+  // 128 rows and 4 blocks (128 gate/up columns).
   using nvfp4 = fp4fuse::gemm::swiglu_nvfp4<act>;
-  using layout = fp4fuse::scale_layout::swizzled_128x4;
-  constexpr fp4fuse::gemm::index_t block_gate_up_cols = 2 * fp4fuse::format::nvfp4<>::block_size;
+  constexpr fp4fuse::gemm::index_t block_gate_up_cols = 32;
   CHECK(column_granule<nvfp4> == block_gate_up_cols);
-  CHECK(padding_granule<nvfp4>::rows == layout::row_tile);
-  CHECK(padding_granule<nvfp4>::cols == layout::col_tile * block_gate_up_cols);
+  CHECK(padding_granule<nvfp4>::rows == 128);
+  CHECK(padding_granule<nvfp4>::cols == 128);
   CHECK(column_granule<fp4fuse::gemm::swiglu_nvfp4<act, fp4fuse::intermediate::bf16, fp4fuse::recipe::vllm, fp4fuse::column_bias>> ==
         block_gate_up_cols);
 }
