@@ -219,8 +219,13 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
       CHECK(r.code == code);
       CHECK(std::string(r.message()).find(std::string("fp4fuse::gemm::sm90::launch_grouped: ") + words) != std::string::npos);
     }
-    // 0 rows: ok, no CUDA call (the BF16 binding has no host work).
+    // 0 rows: ok, no CUDA call (the BF16 binding has no host work); a plan it cannot run is still
+    // refused.
     CHECK(static_cast<bool>(direct(good.x.data, 0, 160, 256, 8, offsets)));
+    const fp4fuse::result no_rows_no_kernel =
+        fp4fuse::gemm::sm90::launch_grouped(good.x.data, good.w, 0, 160, 256, 8, offsets, epi, nullptr, &no_kernel);
+    INFO(no_rows_no_kernel.message());
+    CHECK(no_rows_no_kernel.code == fp4fuse::status::bad_shape);
   }
   // The BF16 flows refuse a swap-AB plan whichever kernels they compile (it takes the fused epilogue only).
   const grouped_plan swap_plan{192, 128, 1, false, false, true};

@@ -267,8 +267,9 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// padding; packed rows at or beyond expert_offsets[E] are not written. A refused call writes
 /// nothing; the memset is queued after every other preparation of the launch (the unit counter,
 /// the kernel's attributes, the tensor maps), so of the CUDA failures only the kernel's launch
-/// itself can come after it. The first call probes the GPU once (fp4fuse::gemm::detail::wgmma_runs_here: a private
-/// stream, outside any capture), so the call may be captured into a CUDA graph.
+/// itself can come after it. The first call probes the GPU once
+/// (fp4fuse::gemm::detail::wgmma_runs_here: a private stream, outside any capture), so the call
+/// may be captured into a CUDA graph.
 /// Preconditions (each refused with a sentence, nothing written): `in.x` [rows, H] BF16 with
 /// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
 /// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within

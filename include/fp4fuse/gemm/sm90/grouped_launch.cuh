@@ -64,12 +64,13 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
 /// Launches the grouped GEMM: for every group g, D_g = X[offsets[g] : offsets[g+1]] * W_g^T with
 /// W [groups * N, K], the epilogue bound per group through its `for_group` (epilogue.cuh). It
 /// refuses, before any CUDA call, groups outside [1, max_groups], null x, w or offsets, rows
-/// outside [0, 2^30), N not a positive multiple of 32, K not one of 8, groups * N of 2^31 or more, and a plan it cannot run
-/// (detail::check_plan); the moe:: calls (grouped.cuh) check their arguments' memory and the
-/// device as well. 0 rows: no kernel, only the epilogue's host work (`before_launch`: the NVFP4
-/// binding clears its scale tensor). The epilogue's host work is queued after every other
-/// preparation, just before the kernel. The grid is the resident CTAs (the units depend on the offsets, which the host does
-/// not read), so the launch is the same for any routing of `rows` rows. `Kernels`: the kernels it
+/// outside [0, 2^30), N not a positive multiple of 32, K not one of 8, groups * N of 2^31 or
+/// more, and a plan it cannot run (detail::check_plan); the moe:: calls (grouped.cuh) check their
+/// arguments' memory and the device as well. 0 rows: no kernel, only the epilogue's host work
+/// (`before_launch`: the NVFP4 binding clears its scale tensor). The epilogue's host work is
+/// queued after every other preparation, just before the kernel. The grid is the resident CTAs
+/// (the units depend on the offsets, which the host does not read), so the launch is the same for
+/// any routing of `rows` rows. `Kernels`: the kernels it
 /// compiles (plan.cuh): `planned_kernels` (those plan_grouped chooses), or `experimental_kernels`
 /// (every grouped kernel and the swap-AB kernel) for forced plans that name another.
 /// A ping-pong plan's kernel takes its units in order at run time from a counter
@@ -103,14 +104,14 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
               static_cast<long long>(groups) * N);
   }
   if (!c) return c.outcome();
-  if (rows == 0) {  // no kernel; the epilogue's host work still runs (the NVFP4 binding clears its scales)
-    const cudaError_t err = detail::before_launch(epi, stream);
-    return err == cudaSuccess ? result{} : fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
-  }
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);
   detail::check_plan<Kernels>(c, p, force != nullptr ? "the forced plan" : "plan_grouped's plan", detail::has_swap_ab<detail::unit_epilogue<Epilogue>>,
                               ws, "launch", "launch_grouped<fp4fuse::gemm::sm90::experimental_kernels>");
   if (!c) return c.outcome();
+  if (rows == 0) {  // no kernel; the epilogue's host work still runs (the NVFP4 binding clears its scales)
+    const cudaError_t err = detail::before_launch(epi, stream);
+    return err == cudaSuccess ? result{} : fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90::launch_grouped");
+  }
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
