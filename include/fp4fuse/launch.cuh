@@ -278,4 +278,26 @@ inline result launch_result(const char* entry_point = "fp4fuse") {
   return err == cudaSuccess ? result{} : cuda_failure(err, entry_point);
 }
 
+namespace detail {
+/// The calling thread in relaxed stream-capture mode while this lives, the caller's mode again
+/// after: the library's own allocations and probes (the GPU probe, a grouped launch's unit
+/// counter, the kept split-K workspace) may then run while a stream is captured in global mode,
+/// which would refuse them and be invalidated by them. `status()`: the exchange's result; where it
+/// failed, nothing is restored and the caller must not go on.
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() : entered_(cudaThreadExchangeStreamCaptureMode(&mode_)) {}
+  ~relaxed_capture_mode() {
+    if (entered_ == cudaSuccess) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+  cudaError_t status() const { return entered_; }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // before the exchange: the mode to enter; after: the caller's
+  cudaError_t entered_;
+};
+}  // namespace detail
+
 }  // namespace fp4fuse

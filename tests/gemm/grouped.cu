@@ -740,6 +740,13 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
   for (const grouped_plan& plan : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
     INFO("plan 128x128 ping-pong cluster " << plan.cluster << (plan.along_n ? " along N" : ""));
     grouped_problem<offset_bound> p(counts, 256, 512, 9, false, false, g());
+    const auto run = [&] {
+      const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
+                                                                                          fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
+      INFO(r.message());
+      REQUIRE(static_cast<bool>(r));
+      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+    };
     {
       // The caller's counter is the one taken from: left at 2^20, beyond every unit, it runs no
       // unit (nothing packed), and each cluster's one take moves it above 2^20. The counter kept
@@ -747,11 +754,7 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
       const unsigned far = 1u << 20;
       counter.upload(&far, sizeof far);
       FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
-      const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
-                                                                                          fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
-      INFO(r.message());
-      REQUIRE(static_cast<bool>(r));
-      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      run();
       const auto packed = p.packed.download();
       CHECK(std::all_of(packed.begin(), packed.end(), [](unsigned char c) { return c == poison; }));
       unsigned taken = 0;
@@ -763,11 +766,7 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
       INFO("launch " << launch);
       FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
       FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
-      const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
-                                                                                          fp4fuse::activation::swiglu{}, nullptr, &plan, &ws);
-      INFO(r.message());
-      REQUIRE(static_cast<bool>(r));
-      FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
+      run();
       check_against_dense(p, plan, fp4fuse::activation::swiglu{});
       const auto left = counter.download();
       CHECK(std::all_of(left.begin(), left.end(), [](unsigned char c) { return c == 0; }));  // reset by the launch's last taker

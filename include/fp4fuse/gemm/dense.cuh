@@ -66,8 +66,8 @@ inline bool wgmma_runs_here() {
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
   if (cached[device] != unknown) return cached[device] == yes;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (!ok(cudaThreadExchangeStreamCaptureMode(&mode))) {
+  const fp4fuse::detail::relaxed_capture_mode relaxed;
+  if (!ok(relaxed.status())) {
     (void)cudaGetLastError();
     return false;  // without relaxed mode the probe could break a capture under way: no answer this time
   }
@@ -92,7 +92,6 @@ inline bool wgmma_runs_here() {
     (void)ok(cudaStreamDestroy(stream));
   }
   if (failed) (void)cudaGetLastError();  // the probe's failure is an answer, not the caller's error
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // restores the caller's mode (the exchange above succeeded)
   if (answer != unknown) cached[device] = answer;
   return answer == yes;
 }

@@ -70,9 +70,9 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
 /// (`before_launch`: the NVFP4 binding clears its scale tensor). The epilogue's host work is
 /// queued after every other preparation, just before the kernel. The grid is the resident CTAs
 /// (the units depend on the offsets, which the host does not read), so the launch is the same for
-/// any routing of `rows` rows. `Kernels`: the kernels it
-/// compiles (plan.cuh): `planned_kernels` (those plan_grouped chooses), or `experimental_kernels`
-/// (every grouped kernel and the swap-AB kernel) for forced plans that name another.
+/// any routing of `rows` rows. `Kernels`: the kernels it compiles (plan.cuh): `planned_kernels`
+/// (those plan_grouped chooses), or `experimental_kernels` (every grouped kernel and the swap-AB
+/// kernel) for forced plans that name another.
 /// A ping-pong plan's kernel takes its units in order at run time from a counter
 /// (grouped_schedule.cuh's unit_order::taken): `ws`'s first counter (zero before the first launch;
 /// every launch leaves it zero), or with `ws` null the one kept for the device and stream, or

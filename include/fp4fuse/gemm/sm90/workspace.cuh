@@ -112,14 +112,12 @@ inline fp4fuse::result regrow(T** buffer, std::size_t* count, std::size_t need) 
   return {};
 }
 
-/// Grows `ws` to hold `need`, zeroing new counters on `stream`, in the calling thread's capture
-/// mode. `ws` serves `stream` only: its old buffers may still be read by launches queued there, so
+/// Grows `ws`, too small, to hold `need`, zeroing new counters on `stream`, in the calling thread's
+/// capture mode. `ws` serves `stream` only: its old buffers may still be read by launches queued there, so
 /// the stream is drained before they go.
 inline fp4fuse::result grow_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
-  cudaError_t err = cudaSuccess;
-  if (need.partial_floats > ws.partial_floats || need.counter_count > ws.counter_count) {
-    if ((err = cudaStreamSynchronize(stream)) != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
-  }
+  cudaError_t err = cudaStreamSynchronize(stream);
+  if (err != cudaSuccess) return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
   if (need.partial_floats > ws.partial_floats) {
     if (const fp4fuse::result r = regrow(&ws.partials, &ws.partial_floats, need.partial_floats); !r) return r;
   }
@@ -139,13 +137,9 @@ inline fp4fuse::result grow_workspace(workspace& ws, const workspace_size& need,
 /// global mode elsewhere neither refuses them nor is invalidated by them.
 inline fp4fuse::result reserve_workspace(workspace& ws, const workspace_size& need, cudaStream_t stream) {
   if (need.partial_floats <= ws.partial_floats && need.counter_count <= ws.counter_count) return {};  // no CUDA call
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (const cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode); err != cudaSuccess) {
-    return fp4fuse::cuda_failure(err, "fp4fuse::gemm::sm90 workspace");
-  }
-  const fp4fuse::result r = grow_workspace(ws, need, stream);
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode again
-  return r;
+  const fp4fuse::detail::relaxed_capture_mode relaxed;
+  if (relaxed.status() != cudaSuccess) return fp4fuse::cuda_failure(relaxed.status(), "fp4fuse::gemm::sm90 workspace");
+  return grow_workspace(ws, need, stream);
 }
 
 /// The workspace `launch` keeps for one (device, stream), and the lock its user holds from
@@ -178,8 +172,8 @@ inline fp4fuse::result cached_workspace(int device, cudaStream_t stream, stream_
 /// Never freed.
 inline fp4fuse::result new_unit_counter(unsigned** out) {
   const char* entry = "fp4fuse::gemm::sm90 workspace (the grouped unit counter)";
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (const cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode); err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
+  const fp4fuse::detail::relaxed_capture_mode relaxed;
+  if (relaxed.status() != cudaSuccess) return fp4fuse::cuda_failure(relaxed.status(), entry);
   unsigned* counter = nullptr;
   cudaStream_t zeroing = nullptr;
   cudaError_t err = cudaStreamCreateWithFlags(&zeroing, cudaStreamNonBlocking);
@@ -191,7 +185,6 @@ inline fp4fuse::result new_unit_counter(unsigned** out) {
     if (err == cudaSuccess) err = synced;
     (void)cudaStreamDestroy(zeroing);
   }
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode again
   if (err != cudaSuccess) return fp4fuse::cuda_failure(err, entry);
   *out = counter;
   return {};
