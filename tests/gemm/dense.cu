@@ -10,6 +10,7 @@
 
 #include <unistd.h>  // dup, dup2: the launcher's verbose line read back
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -361,6 +362,87 @@ TEST_CASE("dense L1 GEMM [gpu]: the three flows on every engine this GPU runs", 
   }
 }
 
+namespace {
+
+/// What the sm_90a launcher prints (FP4FUSE_GEMM_VERBOSE, to stderr) while `f` runs: its plan line
+/// for each launch, which names the staged store when the launch staged it.
+/// stderr and the environment are restored however `f` ends (a REQUIRE inside it throws).
+template <class F>
+std::string launcher_lines(F&& f) {
+  std::fflush(stderr);
+  struct redirect {
+    int saved = dup(fileno(stderr));
+    FILE* capture = std::tmpfile();
+    ~redirect() {
+      std::fflush(stderr);
+      unsetenv("FP4FUSE_GEMM_VERBOSE");
+      if (saved >= 0) {
+        dup2(saved, fileno(stderr));
+        close(saved);
+      }
+      if (capture != nullptr) std::fclose(capture);
+    }
+  } r;
+  REQUIRE((r.saved >= 0 && r.capture != nullptr));
+  REQUIRE(dup2(fileno(r.capture), fileno(stderr)) >= 0);
+  setenv("FP4FUSE_GEMM_VERBOSE", "1", 1);
+  f();
+  std::fflush(stderr);
+  std::rewind(r.capture);
+  std::string text;
+  for (int ch = std::fgetc(r.capture); ch != EOF; ch = std::fgetc(r.capture)) text.push_back(static_cast<char>(ch));
+  return text;
+}
+
+/// How many of `lines`' sm_90a launcher lines name a kernel other than forced `plan`'s (tile,
+/// schedule, and the cluster where the plan fixes it), and how many there are: a forced plan the
+/// launcher replaced would show here, not in the bytes.
+std::pair<int, int> launches_not_of(const std::string& lines, const fp4fuse::gemm::sm90::launch_plan& plan) {
+  const std::string tile = " tile " + std::to_string(plan.block_m) + "x" + std::to_string(plan.block_n) + " ";
+  const std::string schedule = plan.pingpong == 1 ? " ping-pong tile " : " cooperative tile ";
+  const std::string cluster = " cluster " + std::to_string(plan.cluster);
+  int other = 0, all = 0;
+  std::size_t begin = 0;
+  while (begin < lines.size()) {
+    std::size_t end = lines.find('\n', begin);
+    if (end == std::string::npos) end = lines.size();
+    const std::string line = lines.substr(begin, end - begin);
+    begin = end + 1;
+    if (line.rfind("sm90 gemm:", 0) != 0) continue;
+    ++all;
+    const bool same = line.find(tile) != std::string::npos && line.find(schedule) != std::string::npos &&
+                      (plan.cluster == 0 || line.find(cluster) != std::string::npos);
+    other += !same;
+  }
+  return {other, all};
+}
+
+/// A BF16 output [M, cols] written into poisoned [M, ld] (ld >= cols): D's bytes as [M, cols], how
+/// many 2-byte elements beyond column cols changed from poison, and whether the buffer's guard is intact.
+struct written_bf16 {
+  std::vector<unsigned char> d;
+  std::size_t outside = 0;
+  bool guard = false;
+};
+written_bf16 read_written(const device_buffer& buffer, int M, int cols, int ld) {
+  const std::vector<unsigned char> got = buffer.download();
+  written_bf16 out{std::vector<unsigned char>(static_cast<std::size_t>(M) * cols * 2)};
+  for (int r = 0; r < M; ++r) {
+    for (int c = 0; c < ld; ++c) {
+      const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
+      if (c < cols) {
+        std::memcpy(&out.d[(static_cast<std::size_t>(r) * cols + c) * 2], &got[at], 2);
+      } else {
+        out.outside += got[at] != poison || got[at + 1] != poison;
+      }
+    }
+  }
+  out.guard = buffer.guard_intact();
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("dense L1 GEMM [gpu]: every tile width and K split of the wgmma engine", "[gpu][gemm][dense]") {
   if (!wgmma_here("the wgmma plans are not exercised")) return;
   // Splits that do not divide the K blocks, more splits than needed, rows wholly beyond M in a
@@ -383,7 +465,14 @@ TEST_CASE("dense L1 GEMM [gpu]: every tile width and K split of the wgmma engine
   const int shapes[][3] = {{1, 7168, 2048}, {37, 2880, 2880}, {37, 200, 80}, {300, 512, 1040}, {1100, 1024, 256},
                            {4096, 512, 2048}, {4096, 40, 256}};
   for (const auto& plan : plans) {
-    for (const auto& s : shapes) check_problem(s[0], s[1], s[2], fp4fuse::gemm::engine::wgmma, &plan);
+    for (const auto& s : shapes) {
+      // The launcher's own lines (FP4FUSE_GEMM_VERBOSE) show that each launch ran the plan asked for.
+      const std::string lines = launcher_lines([&] { check_problem(s[0], s[1], s[2], fp4fuse::gemm::engine::wgmma, &plan); });
+      const auto [other, all] = launches_not_of(lines, plan);
+      INFO("T=" << s[0] << " H=" << s[1] << " I=" << s[2] << " launcher:\n" << lines);
+      CHECK(all >= 6);  // the calibration and five flow runs
+      CHECK(other == 0);
+    }
   }
 }
 
@@ -443,55 +532,6 @@ struct stream_pair {
 
 }  // namespace
 
-namespace {
-
-/// What the sm_90a launcher prints (FP4FUSE_GEMM_VERBOSE, to stderr) while `f` runs: its plan line
-/// for each launch, which names the staged store when the launch staged it.
-template <class F>
-std::string launcher_lines(F&& f) {
-  std::fflush(stderr);
-  const int saved = dup(fileno(stderr));
-  FILE* capture = std::tmpfile();
-  REQUIRE((saved >= 0 && capture != nullptr));
-  REQUIRE(dup2(fileno(capture), fileno(stderr)) >= 0);
-  setenv("FP4FUSE_GEMM_VERBOSE", "1", 1);
-  f();
-  std::fflush(stderr);
-  unsetenv("FP4FUSE_GEMM_VERBOSE");
-  dup2(saved, fileno(stderr));
-  close(saved);
-  std::rewind(capture);
-  std::string text;
-  for (int ch = std::fgetc(capture); ch != EOF; ch = std::fgetc(capture)) text.push_back(static_cast<char>(ch));
-  std::fclose(capture);
-  return text;
-}
-
-/// A BF16 output [M, cols] written into poisoned [M, ld] (ld >= cols): D's bytes as [M, cols], how
-/// many 2-byte elements beyond column cols changed from poison, and whether the buffer's guard is intact.
-struct written_bf16 {
-  std::vector<unsigned char> d;
-  std::size_t outside = 0;
-  bool guard = false;
-};
-written_bf16 read_written(const device_buffer& buffer, int M, int cols, int ld) {
-  const std::vector<unsigned char> got = buffer.download();
-  written_bf16 out{std::vector<unsigned char>(static_cast<std::size_t>(M) * cols * 2)};
-  for (int r = 0; r < M; ++r) {
-    for (int c = 0; c < ld; ++c) {
-      const std::size_t at = (static_cast<std::size_t>(r) * ld + c) * 2;
-      if (c < cols) {
-        std::memcpy(&out.d[(static_cast<std::size_t>(r) * cols + c) * 2], &got[at], 2);
-      } else {
-        out.outside += got[at] != poison || got[at + 1] != poison;
-      }
-    }
-  }
-  out.guard = buffer.guard_intact();
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("gemm [gpu]: the BF16 store staged through TMA (ping-pong and cooperative 128-row tiles) writes the direct store's bytes and nothing else",
           "[gpu][gemm][dense]") {
@@ -676,6 +716,28 @@ TEST_CASE("gemm [gpu]: 64 x 48 tiles (decode, BF16 stores) write the 64 x 64 pla
     };
     same(N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v}; }, "store_bf16");
     same(N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v, bias}; }, "store_bf16 with a column bias");
+    {
+      // The plans agree with each other; the biased store also agrees with the host: X W^T + b in
+      // float64, within the BF16 rounding of the output (2^-8 relative) and fp32 summation
+      // (K 2^-24 of sum |x w|). A bias ignored, or added to another column, is off by up to 1.
+      const written_bf16 got = run(plan48, N, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::store_bf16{v, bias}; });
+      std::size_t off = 0;
+      for (int r = 0; r < M; ++r) {
+        for (int c = 0; c < N; ++c) {
+          double sum = 0, magnitude = 0;
+          for (int k = 0; k < K; ++k) {
+            const double p = double(__bfloat162float(xh[std::size_t(r) * K + k])) * __bfloat162float(wh[std::size_t(c) * K + k]);
+            sum += p;
+            magnitude += std::fabs(p);
+          }
+          const double want = sum + bh[static_cast<std::size_t>(c)];
+          __nv_bfloat16 d;
+          std::memcpy(&d, &got.d[(std::size_t(r) * N + c) * 2], 2);
+          off += std::fabs(double(__bfloat162float(d)) - want) > std::ldexp(std::fabs(want), -8) + std::ldexp(magnitude * K, -24) + 1e-30;
+        }
+      }
+      CHECK(off == 0);
+    }
     same(I, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::swiglu_bf16<act_t>{v, act_t{}}; }, "swiglu_bf16");
     using clamped = fp4fuse::activation::swiglu_clamped;
     same(I, [&](fp4fuse::matrix_view<__nv_bfloat16> v) { return fp4fuse::gemm::swiglu_bf16<clamped, fp4fuse::column_bias>{v, clamped{}, bias}; },
