@@ -1,6 +1,7 @@
 // gemm/sm90/workspace.cuh: on the host, the workspace a plan needs (a K split's partial sums and
 // tile counters, a grouped ping-pong plan's unit counter) and whether a caller's workspace holds
-// it; on a GPU, growing the kept workspace while another stream is being captured.
+// it; on a GPU, growing the kept workspace while another stream is being captured, and the kept
+// workspace and unit counter after cudaDeviceReset.
 #include <fp4fuse/gemm/sm90/workspace.cuh>
 
 #include <algorithm>
@@ -97,4 +98,41 @@ TEST_CASE("workspace [gpu]: growing a workspace while another stream is captured
     FP4FUSE_TEST_CUDA(cudaStreamDestroy(captured));
     FP4FUSE_TEST_CUDA(cudaStreamDestroy(own));
   }
+}
+
+// Last in the file: it resets the device.
+TEST_CASE("workspace [gpu]: the kept workspace and unit counter do not outlive cudaDeviceReset", "[gpu][gemm][workspace]") {
+  // The kept workspaces are keyed by (device, stream id). A stream id is unique for the life of
+  // the program, the default stream's in the context cudaDeviceReset leaves behind included
+  // (measured: this case passes), so a launch after a reset gets a new workspace and counter,
+  // never the buffers the reset freed.
+  using fp4fuse::gemm::sm90::detail::stream_workspace;
+  int device = 0;
+  FP4FUSE_TEST_CUDA(cudaGetDevice(&device));
+  stream_workspace* kept_before = nullptr;
+  unsigned* counter_before = nullptr;
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::unit_counter_for(device, nullptr, &counter_before)));
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::cached_workspace(device, nullptr, &kept_before)));
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::reserve_workspace(kept_before->ws, {1 << 12, 16}, nullptr)));
+  unsigned long long stream_before = 0, stream_after = 0;
+  FP4FUSE_TEST_CUDA(cudaStreamGetId(nullptr, &stream_before));
+  FP4FUSE_TEST_CUDA(cudaDeviceReset());
+  FP4FUSE_TEST_CUDA(cudaStreamGetId(nullptr, &stream_after));
+  INFO("default stream id " << stream_before << " -> " << stream_after);
+  CHECK(stream_after != stream_before);
+  stream_workspace* kept_after = nullptr;
+  unsigned* counter_after = nullptr;
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::cached_workspace(device, nullptr, &kept_after)));
+  CHECK(kept_after != kept_before);
+  CHECK(kept_after->ws.partials == nullptr);  // a new, empty workspace
+  CHECK(kept_after->ws.counter_count == 0u);
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::unit_counter_for(device, nullptr, &counter_after)));
+  // The new counter is live memory of the new context, and zero.
+  unsigned value = 1u;
+  FP4FUSE_TEST_CUDA(cudaMemcpy(&value, counter_after, sizeof value, cudaMemcpyDeviceToHost));
+  CHECK(value == 0u);
+  REQUIRE(static_cast<bool>(fp4fuse::gemm::sm90::detail::reserve_workspace(kept_after->ws, {1 << 12, 16}, nullptr)));
+  std::vector<unsigned> counters(16, 1u);
+  FP4FUSE_TEST_CUDA(cudaMemcpy(counters.data(), kept_after->ws.counters, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CHECK(std::all_of(counters.begin(), counters.end(), [](unsigned c) { return c == 0u; }));
 }
