@@ -923,4 +923,17 @@ TEST_CASE("dense L1 GEMM [gpu]: invalid arguments are refused and touch no memor
   CHECK(l1_gemm::run(a, l1_gemm::flow::compact_bf16{}, act_t{}, fp4fuse::gemm::engine::automatic).code == status::misaligned_pointer);
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   CHECK(unchanged());
+  if (!wgmma_here("the forced plan's unit count is not checked")) return;
+  // A forced plan whose tiles x K splits pass the kernels' int: M = 2^19, N = 2^20 pass
+  // check_gemm's bound (drawn for 128 x 128 tiles), but 64 x 32 tiles split 16 ways give 2^32
+  // units. Refused with a sentence before any launch: the pointers are never dereferenced.
+  const fp4fuse::gemm::sm90::launch_plan small_tiles{32, 16, 0, 1, 0, 0, 64};
+  const int M = 1 << 19, N = 1 << 20, K = 1024;
+  __nv_bfloat16* nowhere = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{1} << 44);
+  const fp4fuse::result r = fp4fuse::gemm::gemm(nowhere, nowhere, M, N, K, fp4fuse::gemm::store_bf16{{nowhere, M, N, N}},
+                                                fp4fuse::gemm::engine::wgmma, nullptr, &small_tiles);
+  INFO(r.message());
+  CHECK(r.code == status::bad_shape);
+  CHECK(std::string(r.message()).find("4294967296 work units, beyond the kernels' 32-bit unit count") != std::string::npos);
+  CHECK(cudaGetLastError() == cudaSuccess);
 }

@@ -98,6 +98,19 @@ TEST_CASE("plan: the dense launch plans", "[gemm][plan]") {
   CHECK(plan(512, 4096, 7168, sms).block_n == 128);  // DeepSeek-V3: 128 tiles of 128 x 128
 }
 
+TEST_CASE("dense_units: the work units of a plan, in 64 bits", "[gemm][plan]") {
+  using fp4fuse::gemm::sm90::dense_units;
+  using fp4fuse::gemm::sm90::launch_plan;
+  // Column tiles x clusters of row tiles x K splits, the values worked by hand.
+  CHECK(dense_units(launch_plan{256, 1, 0, 2, 0}, 300, 512) == 2 * 2 * 1);         // 3 row tiles in 2 clusters, 2 column tiles
+  CHECK(dense_units(launch_plan{128, 4, 0, 1, 0}, 1, 1000) == 8 * 1 * 4);         // one row tile, 8 column tiles, 4 splits
+  CHECK(dense_units(launch_plan{48, 1, 0, 1, 0, 0, 64}, 8, 5760) == 120);          // the decode tile: 120 column tiles
+  CHECK(dense_units(launch_plan{128, 1, 0, 1, 1, 1}, 4096, 5760) == 45 * 32);     // ping-pong 128 x 128
+  // Past int: 64 x 32 tiles split 16 ways over M = 2^19, N = 2^20, a shape the GEMM's own checks
+  // pass; launch refuses it (tests/gemm/dense.cu, on a GPU).
+  CHECK(dense_units(launch_plan{32, 16, 0, 1, 0, 0, 64}, 1 << 19, 1 << 20) == (std::int64_t{1} << 32));
+}
+
 TEST_CASE("x_box_rows: X's TMA box stops at M only for a lone 64-row tile without a cluster", "[gemm][plan]") {
   using fp4fuse::gemm::sm90::config;
   using fp4fuse::gemm::sm90::x_box_rows;

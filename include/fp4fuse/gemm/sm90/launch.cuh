@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <type_traits>
 
@@ -253,11 +254,16 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
                         "epilogue's granule of %d (an NVFP4 block spans 32)",
                         lp.block_m, lp.block_n, consumer_columns(lp.block_m, lp.block_n), granule);
   }
-  const int tiles_m = cuda::ceil_div(M, lp.block_m);
-  const int tiles = tiles_m * cuda::ceil_div(N, lp.block_n);
   lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
   lp.cluster = cluster_for(lp, M);
-  lp.units = (tiles / tiles_m) * cuda::ceil_div(tiles_m, lp.cluster) * lp.splits;
+  const std::int64_t units = dense_units(lp, M, N);  // a forced plan's may pass the kernels' int
+  if (units > std::numeric_limits<int>::max()) {
+    return result::with(status::bad_shape,
+                        "fp4fuse::gemm::sm90::launch: M = %d, N = %d with %d x %d tiles and %d K splits give %lld work units, beyond the "
+                        "kernels' 32-bit unit count",
+                        M, N, lp.block_m, lp.block_n, lp.splits, static_cast<long long>(units));
+  }
+  lp.units = static_cast<int>(units);
   params prm{M, N, K, lp.splits, nullptr, nullptr};
   const int u = lp.units;
   const dense_schedule::arguments dense{};

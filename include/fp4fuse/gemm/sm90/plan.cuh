@@ -5,6 +5,7 @@
 // problem (plan, cluster_for, validate_plan; plan_grouped, valid).
 #include <cuda/cmath>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "fp4fuse/config.cuh"
@@ -311,6 +312,18 @@ inline int cluster_for(const launch_plan& lp, int M) {
   // bench/results/engine10.md, calls F-G).
   const bool pairs_gain = dense_kernels::contains(dense_key(lp, 2)) && !(lp.block_m == 128 && lp.block_n == 192);
   return lp.splits == 1 && cuda::ceil_div(M, lp.block_m) >= 2 && pairs_gain ? 2 : 1;
+}
+
+/// The work units of dense plan `lp` over M x N, its splits and cluster resolved (as `launch`
+/// resolves them): column tiles x clusters of row tiles x K splits, in 64 bits. Up to 16 splits of
+/// 64 x 32 tiles can pass the kernels' int where the shape passes the GEMM's checks (drawn for
+/// 128 x 128 tiles), so `launch` refuses a count above INT_MAX.
+/// \code
+/// const fp4fuse::gemm::sm90::launch_plan p{32, /*splits=*/16, 0, /*cluster=*/1, 0, 0, /*block_m=*/64};
+/// const std::int64_t u = fp4fuse::gemm::sm90::dense_units(p, 1 << 19, 1 << 20);  // 2^13 x 2^15 x 16 = 2^32
+/// \endcode
+constexpr std::int64_t dense_units(const launch_plan& lp, int M, int N) {
+  return static_cast<std::int64_t>(cuda::ceil_div(N, lp.block_n)) * cuda::ceil_div(cuda::ceil_div(M, lp.block_m), lp.cluster) * lp.splits;
 }
 
 /// A forced plan must name a kernel that exists (dense_kernels: 128 x 256, 128 x 192, 128 x 128,
