@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   bool gpu = false;
   bool have_seed = false;
   bool have_filter = false;
+  bool have_order = false;
   std::vector<char*> args{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
       if (!a.empty() && a[0] != '-') {
         have_filter = true;
       }
+      have_order = have_order || a == "--order" || a.rfind("--order=", 0) == 0;
       args.push_back(argv[i]);
     }
   }
@@ -72,6 +74,13 @@ int main(int argc, char** argv) {
   }
   if (!have_filter) {
     args.push_back(const_cast<char*>(filter.c_str()));
+  }
+  // Declaration order unless asked otherwise (Catch2 3.9 made random order the default): some
+  // files place a case first or last on purpose (the GPU probe's first call; a device reset).
+  static char order_flag[] = "--order", order_decl[] = "decl";
+  if (!have_order) {
+    args.push_back(order_flag);
+    args.push_back(order_decl);
   }
   Catch::Session session;
   const int rc = session.applyCommandLine(static_cast<int>(args.size()), args.data());

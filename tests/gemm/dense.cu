@@ -366,16 +366,23 @@ namespace {
 
 /// What the sm_90a launcher prints (FP4FUSE_GEMM_VERBOSE, to stderr) while `f` runs: its plan line
 /// for each launch, which names the staged store when the launch staged it.
-/// stderr and the environment are restored however `f` ends (a REQUIRE inside it throws).
+/// stderr and the caller's FP4FUSE_GEMM_VERBOSE are restored however `f` ends (a REQUIRE inside
+/// it throws).
 template <class F>
 std::string launcher_lines(F&& f) {
   std::fflush(stderr);
   struct redirect {
     int saved = dup(fileno(stderr));
     FILE* capture = std::tmpfile();
+    const char* verbose = std::getenv("FP4FUSE_GEMM_VERBOSE");
+    std::string caller_verbose = verbose != nullptr ? verbose : "";  // the caller's own setting, put back
     ~redirect() {
       std::fflush(stderr);
-      unsetenv("FP4FUSE_GEMM_VERBOSE");
+      if (verbose != nullptr) {
+        setenv("FP4FUSE_GEMM_VERBOSE", caller_verbose.c_str(), 1);
+      } else {
+        unsetenv("FP4FUSE_GEMM_VERBOSE");
+      }
       if (saved >= 0) {
         dup2(saved, fileno(stderr));
         close(saved);
@@ -924,7 +931,7 @@ TEST_CASE("dense L1 GEMM [gpu]: invalid arguments are refused and touch no memor
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   CHECK(unchanged());
   if (!wgmma_here("the forced plan's unit count is not checked")) return;
-  // A forced plan whose tiles x K splits pass the kernels' int: M = 2^19, N = 2^20 pass
+  // A forced plan whose tiles x K splits pass the kernels' bound: M = 2^19, N = 2^20 pass
   // check_gemm's bound (drawn for 128 x 128 tiles), but 64 x 32 tiles split 16 ways give 2^32
   // units. Refused with a sentence before any launch: the pointers are never dereferenced.
   const fp4fuse::gemm::sm90::launch_plan small_tiles{32, 16, 0, 1, 0, 0, 64};
@@ -934,6 +941,6 @@ TEST_CASE("dense L1 GEMM [gpu]: invalid arguments are refused and touch no memor
                                                 fp4fuse::gemm::engine::wgmma, nullptr, &small_tiles);
   INFO(r.message());
   CHECK(r.code == status::bad_shape);
-  CHECK(std::string(r.message()).find("4294967296 work units, beyond the kernels' 32-bit unit count") != std::string::npos);
+  CHECK(std::string(r.message()).find("4294967296 work units, more than the kernels' 2^30") != std::string::npos);
   CHECK(cudaGetLastError() == cudaSuccess);
 }

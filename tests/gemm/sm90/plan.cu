@@ -107,7 +107,7 @@ TEST_CASE("dense_units: the work units of a plan, in 64 bits", "[gemm][plan]") {
   CHECK(dense_units(launch_plan{48, 1, 0, 1, 0, 0, 64}, 8, 5760) == 120);          // the decode tile: 120 column tiles
   CHECK(dense_units(launch_plan{128, 1, 0, 1, 1, 1}, 4096, 5760) == 45 * 32);     // ping-pong 128 x 128
   // Past int: 64 x 32 tiles split 16 ways over M = 2^19, N = 2^20, a shape the GEMM's own checks
-  // pass; launch refuses it (tests/gemm/dense.cu, on a GPU).
+  // pass; launch refuses more than 2^30 (tests/gemm/dense.cu, on a GPU).
   CHECK(dense_units(launch_plan{32, 16, 0, 1, 0, 0, 64}, 1 << 19, 1 << 20) == (std::int64_t{1} << 32));
 }
 

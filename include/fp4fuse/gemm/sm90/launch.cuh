@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
-#include <limits>
 #include <mutex>
 #include <type_traits>
 
@@ -256,11 +255,12 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   }
   lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
   lp.cluster = cluster_for(lp, M);
-  const std::int64_t units = dense_units(lp, M, N);  // a forced plan's may pass the kernels' int
-  if (units > std::numeric_limits<int>::max()) {
+  // A forced plan's may pass the kernels' int, whose unit indices also step by the grid: 2^30 at most.
+  const std::int64_t units = dense_units(lp, M, N);
+  if (units > (std::int64_t{1} << 30)) {
     return result::with(status::bad_shape,
-                        "fp4fuse::gemm::sm90::launch: M = %d, N = %d with %d x %d tiles and %d K splits give %lld work units, beyond the "
-                        "kernels' 32-bit unit count",
+                        "fp4fuse::gemm::sm90::launch: M = %d, N = %d with %d x %d tiles and %d K splits give %lld work units, more than "
+                        "the kernels' 2^30",
                         M, N, lp.block_m, lp.block_n, lp.splits, static_cast<long long>(units));
   }
   lp.units = static_cast<int>(units);

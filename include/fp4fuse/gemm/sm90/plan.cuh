@@ -4,6 +4,7 @@
 // table's rows, kernel_list), and the host's choice of tile shape, K split and schedule for a
 // problem (plan, cluster_for, validate_plan; plan_grouped, valid).
 #include <cuda/cmath>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -265,15 +266,15 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
   launch_plan best{256, 1, 0};
   double best_cost = 1e300;
   for (const tile& t : tiles_tried) {
-    const int tiles = cuda::ceil_div(M, t.rows) * cuda::ceil_div(N, t.cols);
+    const std::int64_t tiles = static_cast<std::int64_t>(cuda::ceil_div(M, t.rows)) * cuda::ceil_div(N, t.cols);
     for (int splits = 1; splits <= 16 && splits <= k_iters; ++splits) {
-      const int units = tiles * splits;
-      const int waves = cuda::ceil_div(units, sms);
+      const std::int64_t units = tiles * splits;
+      const std::int64_t waves = cuda::ceil_div(units, static_cast<std::int64_t>(sms));
       const int k_per_unit = cuda::ceil_div(k_iters, splits);
       const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
       if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
         best_cost = cost;
-        best = {t.cols, splits, units, 0, -1, 0, t.rows};
+        best = {t.cols, splits, static_cast<int>(std::min(units, std::int64_t{1} << 30)), 0, -1, 0, t.rows};  // launch recounts and refuses more
       }
     }
   }
@@ -317,7 +318,8 @@ inline int cluster_for(const launch_plan& lp, int M) {
 /// The work units of dense plan `lp` over M x N, its splits and cluster resolved (as `launch`
 /// resolves them): column tiles x clusters of row tiles x K splits, in 64 bits. Up to 16 splits of
 /// 64 x 32 tiles can pass the kernels' int where the shape passes the GEMM's checks (drawn for
-/// 128 x 128 tiles), so `launch` refuses a count above INT_MAX.
+/// 128 x 128 tiles), so `launch` refuses a count above 2^30 (the kernels step unit indices by
+/// the grid in int).
 /// \code
 /// const fp4fuse::gemm::sm90::launch_plan p{32, /*splits=*/16, 0, /*cluster=*/1, 0, 0, /*block_m=*/64};
 /// const std::int64_t u = fp4fuse::gemm::sm90::dense_units(p, 1 << 19, 1 << 20);  // 2^13 x 2^15 x 16 = 2^32
