@@ -39,6 +39,16 @@ void inside_capture(cudaStream_t stream, cudaStreamCaptureMode mode, const Call&
   FP4FUSE_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
   FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
 }
+
+/// Runs `graph` once on `stream`, waits for it, and destroys it (and its executable).
+void run_once(cudaGraph_t graph, cudaStream_t stream) {
+  cudaGraphExec_t exec = nullptr;
+  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
+  FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
+  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
+  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+}
 }  // namespace
 
 __global__ void no_work() {}
@@ -517,12 +527,7 @@ void check_bands_without_memset(const std::vector<std::int32_t>& counts, const g
   for (const cudaGraphNode_t node : removed) FP4FUSE_TEST_CUDA(cudaGraphDestroyNode(node));
   CHECK(memsets == 1);
   CHECK(kernels == 1);
-  cudaGraphExec_t exec = nullptr;
-  FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
-  FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
-  FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
-  FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+  run_once(graph, stream);
   FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
   const auto got = p.scales.download();
   gmoe::grouped_layout<Start> layout = p.layout_for(p.capacity);
@@ -685,12 +690,7 @@ TEST_CASE("MoE L1 [gpu]: 0 rows clear the whole scale tensor and launch nothing"
     FP4FUSE_TEST_CUDA(cudaGraphMemsetNodeGetParams(node, &m));
     CHECK(m.dst == scales.as<void>());
     CHECK(m.width * m.elementSize * m.height == scales.bytes());
-    cudaGraphExec_t exec = nullptr;
-    FP4FUSE_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    FP4FUSE_TEST_CUDA(cudaGraphLaunch(exec, stream));
-    FP4FUSE_TEST_CUDA(cudaStreamSynchronize(stream));
-    FP4FUSE_TEST_CUDA(cudaGraphExecDestroy(exec));
-    FP4FUSE_TEST_CUDA(cudaGraphDestroy(graph));
+    run_once(graph, stream);
     FP4FUSE_TEST_CUDA(cudaStreamDestroy(stream));
     const auto bytes = scales.download();
     CHECK(std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0; }));

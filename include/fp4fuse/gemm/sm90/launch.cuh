@@ -255,9 +255,8 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
   }
   lp.splits = std::max(1, std::min(lp.splits, cuda::ceil_div(K, block_k)));
   lp.cluster = cluster_for(lp, M);
-  // A forced plan's may pass the kernels' int, whose unit indices also step by the grid: 2^30 at most.
   const std::int64_t units = dense_units(lp, M, N);
-  if (units > (std::int64_t{1} << 30)) {
+  if (units > max_dense_units) {
     return result::with(status::bad_shape,
                         "fp4fuse::gemm::sm90::launch: M = %d, N = %d with %d x %d tiles and %d K splits give %lld work units, more than "
                         "the kernels' 2^30",

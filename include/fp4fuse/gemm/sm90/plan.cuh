@@ -226,6 +226,10 @@ constexpr kernel_key dense_key(const launch_plan& p, int cluster) {
   return {p.block_m, p.block_n, cluster, false, p.pingpong == 1, p.in_flight == 1 ? 1 : 2};
 }
 
+/// The most work units a dense launch takes: the kernels count units in int and step their
+/// indices by the grid, so launch refuses more (a forced plan's can pass it).
+inline constexpr std::int64_t max_dense_units = std::int64_t{1} << 30;
+
 /// The plan for a problem: the tile shape and K split with the least estimated time on the
 /// busiest SM, in units of one 128 x 256 x 64 MMA step: waves x (K blocks per unit + a fixed cost
 /// per unit for pipeline fill and epilogue, about 6 steps) x the tile's relative cost per step
@@ -274,7 +278,7 @@ inline launch_plan plan(int M, int N, int K, int sms, bool staged_store = false,
       const double cost = t.cost_per_step * (double(waves) * (k_per_unit + 6) + (splits > 1 ? 2.0 + 1.5 * splits : 0.0));
       if (cost < best_cost * 0.98) {  // prefer the earlier (larger, unsplit) plan on near ties
         best_cost = cost;
-        best = {t.cols, splits, static_cast<int>(std::min(units, std::int64_t{1} << 30)), 0, -1, 0, t.rows};  // launch recounts and refuses more
+        best = {t.cols, splits, static_cast<int>(std::min(units, max_dense_units)), 0, -1, 0, t.rows};  // launch recounts and refuses more
       }
     }
   }
@@ -318,8 +322,7 @@ inline int cluster_for(const launch_plan& lp, int M) {
 /// The work units of dense plan `lp` over M x N, its splits and cluster resolved (as `launch`
 /// resolves them): column tiles x clusters of row tiles x K splits, in 64 bits. Up to 16 splits of
 /// 64 x 32 tiles can pass the kernels' int where the shape passes the GEMM's checks (drawn for
-/// 128 x 128 tiles), so `launch` refuses a count above 2^30 (the kernels step unit indices by
-/// the grid in int).
+/// 128 x 128 tiles): `launch` refuses more than `max_dense_units`.
 /// \code
 /// const fp4fuse::gemm::sm90::launch_plan p{32, /*splits=*/16, 0, /*cluster=*/1, 0, 0, /*block_m=*/64};
 /// const std::int64_t u = fp4fuse::gemm::sm90::dense_units(p, 1 << 19, 1 << 20);  // 2^13 x 2^15 x 16 = 2^32
