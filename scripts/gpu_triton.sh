@@ -42,4 +42,11 @@ done > "$OUT/all.log"
 rm -f "$OUT"/test_*.log "$OUT"/check_*.log "$OUT"/warm_*.log
 grep -h "^FAIL\|^PASS\|FAILED" "$OUT/all.log" | sort | uniq -c | head -30
 grep -h "^check\|CHECK" "$OUT/all.log"
-cat "$OUT/table.md" 2>/dev/null || tail -n 20 "$OUT/bench.log"
+if [ "${BENCH:-1}" = 1 ]; then
+  cat "$OUT/table.md" 2>/dev/null || tail -n 20 "$OUT/bench.log"
+else
+  echo "== bench skipped (BENCH=0)"
+fi
+# The exit status: 0 only where every test, check, warm-up and the bench (when run) returned 0.
+for rc in "${rcs[@]}" "$([ "$rb" = skipped ] && echo 0 || echo "$rb")"; do [ "$rc" = 0 ] || exit 1; done
+exit 0
