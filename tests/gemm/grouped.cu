@@ -4,9 +4,9 @@
 // rows beyond the routed ones untouched, sampled rows against the float64 reference; experts with
 // 0, 1, 15, 127, 128, 129 rows, all rows in one expert, uniform and skewed routing, both models'
 // shapes, both expert start conventions, bias and per-expert global scales, every grouped plan; a
-// CUDA graph captured once and replayed with other counts; the ping-pong kernel's unit counter
-// (the caller's, left zero; refused where a workspace has none); the BF16 flows against the dense
-// kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
+// CUDA graph captured once and replayed with other counts; the unit counter of the ping-pong and
+// 192 x 128 kernels (the caller's, left zero; refused where a workspace has none); the BF16 flows
+// against the dense kernel; argument validation on the host (the planner, the schedule and the swap-AB chunks:
 // tests/gemm/sm90/).
 #include <algorithm>
 #include <tuple>
@@ -614,8 +614,8 @@ TEST_CASE("MoE L1 [gpu]: a CUDA graph captured once, replayed with other counts"
   auto g = rng("moe graph");
   const std::vector<std::int32_t> first = moe::route(120, 8, 2, moe::routing::uniform, g());
   // The plan for the capacity; the 192 x 128 tiles, whose X boxes per unit depend on the counts;
-  // the ping-pong kernel, whose units come from the graph's own counter, made during the capture
-  // and left zero by every replay.
+  // the ping-pong kernel. The last two take their units from the graph's own counter, made during
+  // the capture and left zero by every replay.
   for (const int which : {0, 1, 2}) {
     grouped_problem<offset_bound> p(first, 256, 128, 60, false, false, g());  // capacity = 240 + 60 rows
     const grouped_plan plan = which == 1   ? grouped_plan{192, 128, 2, false, true}
@@ -779,17 +779,20 @@ TEST_CASE("MoE L1 [gpu]: the swap-AB plan refuses the BF16 flows with a sentence
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's counter and leaves it zero", "[gpu][gemm][moe]") {
+TEST_CASE("MoE L1 [gpu]: the ping-pong and 192 x 128 kernels take their units from the caller's counter and leave it zero", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   auto g = rng("moe unit counter");
   // 8 experts of about 1000 rows, 2I = 1024: about 256 units of 128 x 256 (a cluster's pair of
-  // 128 x 128 tiles), more than the resident clusters, so clusters take several units each.
+  // 128 x 128 tiles; 192 x 256 for the 192 x 128 pairs, about 176), more than the resident
+  // clusters, so clusters take several units each.
   const std::vector<std::int32_t> counts = moe::route(2000, 8, 4, moe::routing::uniform, g());
   device_buffer counter(sizeof(unsigned));
   FP4FUSE_TEST_CUDA(cudaMemset(counter.as<void>(), 0, sizeof(unsigned)));
   const fp4fuse::gemm::sm90::workspace ws{nullptr, counter.as<unsigned>(), 0, 1};
-  for (const grouped_plan& plan : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
-    INFO("plan 128x128 ping-pong cluster " << plan.cluster << (plan.along_n ? " along N" : ""));
+  for (const grouped_plan& plan : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true},
+                                   grouped_plan{192, 128, 2, false, true}}) {
+    INFO("plan " << plan.block_m << "x128 " << (plan.pingpong ? "ping-pong" : "cooperative") << " cluster " << plan.cluster
+                 << (plan.along_n ? " along N" : ""));
     grouped_problem<offset_bound> p(counts, 256, 512, 9, false, false, g());
     const auto run = [&] {
       const fp4fuse::result r = gmoe::run_fused<fp4fuse::intermediate::fp32, experimental>(p.inputs(), p.output(), p.global(),
@@ -826,20 +829,22 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong kernel takes its units from the caller's 
   }
 }
 
-TEST_CASE("MoE L1 [gpu]: a workspace without a counter is refused for a ping-pong plan, writing nothing", "[gpu][gemm][moe]") {
+TEST_CASE("MoE L1 [gpu]: a workspace without a counter is refused for a plan that takes its units, writing nothing", "[gpu][gemm][moe]") {
   if (!grouped_runs_here()) return;
   grouped_problem<offset_bound> p({40, 0, 130}, 128, 64, 3, false, false, rng("moe no counter")());
   device_buffer gu(std::size_t(p.capacity) * p.N * 2);
   const fp4fuse::gemm::sm90::workspace empty{};
-  const grouped_plan pingpong{128, 128, 2, true, true};
   FP4FUSE_TEST_CUDA(cudaMemset(p.packed.as<void>(), poison, p.packed.bytes()));
   FP4FUSE_TEST_CUDA(cudaMemset(p.scales.as<void>(), poison, p.scales.bytes()));
   const int* offs = p.d_offsets.as<std::int32_t>();
-  for (const fp4fuse::result& r : {gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &pingpong, &empty),
-                                   gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &pingpong, &empty)}) {
-    INFO(r.message());
-    CHECK(r.code == fp4fuse::status::null_pointer);
-    CHECK(std::string(r.message()).find("workspace has no counter") != std::string::npos);
+  for (const grouped_plan& taker : {grouped_plan{128, 128, 2, true, true}, grouped_plan{192, 128, 2, false, true}}) {
+    INFO("plan " << taker.block_m << "x128");
+    for (const fp4fuse::result& r : {gmoe::run_fused(p.inputs(), p.output(), p.global(), fp4fuse::activation::swiglu{}, nullptr, &taker, &empty),
+                                     gmoe::run_bf16(p.inputs(), {gu.as<__nv_bfloat16>(), p.capacity, p.N, p.N}, p.E, offs, nullptr, &taker, &empty)}) {
+      INFO(r.message());
+      CHECK(r.code == fp4fuse::status::null_pointer);
+      CHECK(std::string(r.message()).find("workspace has no counter") != std::string::npos);
+    }
   }
   FP4FUSE_TEST_CUDA(cudaDeviceSynchronize());
   for (const device_buffer* b : {&p.packed, &p.scales, &gu}) {

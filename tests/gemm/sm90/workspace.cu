@@ -1,5 +1,5 @@
 // gemm/sm90/workspace.cuh: on the host, the workspace a plan needs (a K split's partial sums and
-// tile counters, a grouped ping-pong plan's unit counter) and whether a caller's workspace holds
+// tile counters, the unit counter of a grouped plan that takes its units) and whether a caller's workspace holds
 // it; on a GPU, growing the kept workspace while another stream is being captured, and the kept
 // workspace and unit counter after cudaDeviceReset.
 #include <fp4fuse/gemm/sm90/workspace.cuh>
@@ -32,18 +32,32 @@ TEST_CASE("workspace: the split-K workspace sizes", "[gemm][workspace]") {
   CHECK(workspace{}.holds(fp4fuse::gemm::sm90::workspace_size{}));
 }
 
-TEST_CASE("workspace: a grouped plan needs a unit counter exactly where its kernel takes its units (ping-pong)", "[gemm][workspace]") {
+TEST_CASE("workspace: a grouped plan needs a unit counter exactly where its kernel takes its units (ping-pong, 192 x 128)", "[gemm][workspace]") {
   using fp4fuse::gemm::sm90::grouped_plan;
   using fp4fuse::gemm::sm90::workspace;
-  for (const grouped_plan& p : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}}) {
+  for (const grouped_plan& p : {grouped_plan{128, 128, 1, true}, grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true},
+                                grouped_plan{192, 128, 2, false, true}}) {
+    CHECK(p.takes_units());
     CHECK(workspace::size_for(p).counter_count == 1);
     CHECK(workspace::size_for(p).partial_floats == 0);
   }
-  for (const grouped_plan& p : {grouped_plan{64, 256, 1, false}, grouped_plan{128, 128, 2, false}, grouped_plan{192, 128, 2, false, true},
-                                grouped_plan{192, 128, 1, false, false, true}}) {
+  // The fixed order: the other cooperative tiles, and the swap-AB kernel (whose block_m, 192, is tokens).
+  for (const grouped_plan& p : {grouped_plan{64, 256, 1, false}, grouped_plan{64, 128, 2, false}, grouped_plan{128, 256, 2, false},
+                                grouped_plan{128, 128, 2, false}, grouped_plan{192, 128, 1, false, false, true},
+                                grouped_plan{192, 128, 2, false, true, true}}) {
+    CHECK_FALSE(p.takes_units());
     CHECK(workspace::size_for(p).counter_count == 0);
     CHECK(workspace::size_for(p).partial_floats == 0);
   }
+  // The launch picks the taken order by its instance's takes_grouped_units: the same answer.
+  fp4fuse::gemm::sm90::grouped_kernels::dispatch(grouped_plan{192, 128, 2, false, true}.key(), "test", [](auto shape) {
+    CHECK(decltype(shape)::takes_grouped_units);
+    return fp4fuse::result{};
+  });
+  fp4fuse::gemm::sm90::grouped_kernels::dispatch(grouped_plan{128, 256, 2, false}.key(), "test", [](auto shape) {
+    CHECK_FALSE(decltype(shape)::takes_grouped_units);
+    return fp4fuse::result{};
+  });
   unsigned counter = 0;
   CHECK(workspace{nullptr, &counter, 0, 1}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
   CHECK_FALSE(workspace{}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));

@@ -43,7 +43,7 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
 /// plan that names no kernel, a swap-AB plan for an epilogue without the swap-AB form
 /// (`takes_swap_ab` false), a kernel that this `noun` (call, launch) does not compile with
 /// `Kernels` (the sentence names `experimental_call`, the one that does), and a caller's
-/// workspace `ws` without the counter a ping-pong plan takes its units from. launch_grouped and
+/// workspace `ws` without the counter a plan takes its units from (`takes_units`). launch_grouped and
 /// the moe:: calls' checks (grouped.cuh) both refuse through it, so their sentences agree.
 template <class Kernels>
 void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char* whose, bool takes_swap_ab, const workspace* ws,
@@ -56,7 +56,8 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
   }
   if (c && ws != nullptr) {
     c.require(ws->holds(workspace::size_for(p)), status::null_pointer,
-              "workspace has no counter, and this %s's ping-pong plan takes its units from one (sm90::workspace::size_for(plan))", noun);
+              "workspace has no counter, and this %s's plan (%d x %d %s) takes its units from one (sm90::workspace::size_for(plan))", noun,
+              p.block_m, p.block_n, p.pingpong ? "ping-pong" : "cooperative");
   }
 }
 }  // namespace detail
@@ -73,7 +74,7 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
 /// any routing of `rows` rows. `Kernels`: the kernels it compiles (plan.cuh): `planned_kernels`
 /// (those plan_grouped chooses), or `experimental_kernels` (every grouped kernel and the swap-AB
 /// kernel) for forced plans that name another.
-/// A ping-pong plan's kernel takes its units in order at run time from a counter
+/// A ping-pong or 192 x 128 plan's kernel takes its units in order at run time from a counter
 /// (grouped_schedule.cuh's unit_order::taken): `ws`'s first counter (zero before the first launch;
 /// every launch leaves it zero), or with `ws` null the one kept for the device and stream, or
 /// under stream capture one of the graph's own (workspace.cuh says which launches may overlap).
@@ -120,8 +121,8 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   grouped_arguments args{offsets, groups};
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
   using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
-  // The ping-pong kernel takes its units at run time (unit_order::taken) from a counter: the
-  // caller's, or the one kept for the device and stream (workspace.cuh).
+  // The ping-pong and 192 x 128 kernels take their units at run time (unit_order::taken) from a
+  // counter: the caller's, or the one kept for the device and stream (workspace.cuh).
   if (workspace::size_for(p).counter_count > 0) {
     if (ws != nullptr) {
       args.counter = ws->counters;  // check_plan: it holds one
@@ -148,7 +149,7 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   return grouped_kernels_for<Kernels>::dispatch(p.key(), "fp4fuse::gemm::sm90::launch_grouped", [&](auto shape) {
     using Shape = decltype(shape);
     using taken = grouped_schedule<detail::group_band_rows<Epilogue>, unit_order::taken>;
-    return launch_tiles<Shape, std::conditional_t<Shape::pingpong, taken, schedule>>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
+    return launch_tiles<Shape, std::conditional_t<Shape::takes_grouped_units, taken, schedule>>(x, w, prm, args, units, device, sms, epi, stream, w_rows);
   });
 }
 

@@ -52,7 +52,7 @@ FP4FUSE_HOST_DEVICE int group_of_unit(const std::int32_t* first_unit_row, int gr
 /// How a grouped launch's clusters get their units.
 enum class unit_order {
   fixed,  ///< cluster c of the grid's C runs units c, c + C, c + 2C, ...
-  taken,  ///< each cluster takes the next unit from a counter in device memory when it is ready for one (the ping-pong kernel only)
+  taken,  ///< each cluster takes the next unit from a counter in device memory when it is ready for one
 };
 
 /// What the host passes to the grouped schedule: the device array of group offsets, the group
@@ -74,7 +74,7 @@ namespace detail {
 /// (slot i % depth) holds the cluster's i-th unit. `full[s]` (in each CTA) completes when the
 /// taker has written the slot, `empty[s]` (rank 0's) when every reader of the cluster has read it.
 struct unit_queue {
-  /// Entries: the taker takes unit i once the consumer of unit i - 2 has started it, about a
+  /// Entries: the taker takes unit i once the consumers of unit i - 2 have started it, about a
   /// unit's mainloop before the producer loads unit i (the atomic's latency off the producer's
   /// path), and a cluster holds at most two units it has not started.
   static constexpr int depth = 2;
@@ -89,7 +89,8 @@ struct unit_queue {
 /// concatenation of the groups each rounded up to BandRows rows (`work_unit::group_band_row0`, the
 /// prefix sum an output laid out in bands needs, such as the grouped NVFP4 scales; the schedule
 /// knows nothing of what the bands hold); 0: no bands (the field is 0). `Order`: who runs which
-/// unit (unit_order; `taken` needs `arguments::counter` and runs in the ping-pong kernel only).
+/// unit (unit_order; `taken` needs `arguments::counter`, and the kernel says through `cta`'s
+/// UnitWarpgroups how many consumer warpgroups read each unit).
 template <int BandRows = 0, unit_order Order = unit_order::fixed>
 struct grouped_schedule {
   static_assert(BandRows >= 0, "grouped_schedule: BandRows >= 0");
@@ -97,8 +98,9 @@ struct grouped_schedule {
   using arguments = grouped_arguments;       ///< what the host passes
 
   /// The schedule of one CTA (schedule.cuh's concept).
-  template <class Cfg, int Cluster, bool AlongN = false>
+  template <class Cfg, int Cluster, bool AlongN = false, int UnitWarpgroups = 1>
   struct cta : detail::split_k_fixup_member {  // fixup: grouped launches do not split K (prm.splits is 1), every consumer runs its epilogue
+    static_assert(UnitWarpgroups >= 1 && UnitWarpgroups <= 3, "grouped_schedule: each unit is run by 1 to 3 consumer warpgroups");
     int tiles_n;  ///< column units per group (column blocks, or pairs of them along N)
     int k_iters;  ///< K blocks of a tile
     int units;    ///< the launch's units (every group's)
@@ -116,9 +118,9 @@ struct grouped_schedule {
     /// from `first` and `stride`.
     static constexpr bool takes_units = Order == unit_order::taken;
     /// unit_order::taken: the readers of each queue entry per CTA, the producer and lane 0 of each
-    /// of the four warps of the one consumer warpgroup that runs the unit (the ping-pong kernel's; the cooperative
-    /// kernel, whose consumers all run every unit, refuses this schedule).
-    static constexpr std::uint32_t queue_readers_per_cta = 1 + 4;
+    /// of the four warps of every consumer warpgroup that runs the unit (the ping-pong kernel's
+    /// one, the cooperative kernel's two or three).
+    static constexpr std::uint32_t queue_readers_per_cta = 1 + 4 * UnitWarpgroups;
 
     /// All the CTA's threads (Cfg::threads): each reads up to three groups' offsets, one block-wide scan gives every
     /// group's first unit row and (BandRows > 0) its first row in the banded concatenation. A
@@ -196,13 +198,14 @@ struct grouped_schedule {
 
     /// unit_order::taken, one thread of each CTA's producer warpgroup other than the producer's:
     /// in rank 0, takes the cluster's units from the counter into every CTA's queue, in order,
-    /// until it has handed `units` (none left) to both consumer warpgroups; in rank 1, nothing.
+    /// until it has handed `units` (none left) to every consumer warpgroup; in rank 1, nothing.
     __device__ void take_units() const {
       static_assert(takes_units, "grouped_schedule::take_units: unit_order::taken only");
       if (rank != 0) return;
       bool all_taken = false;
-      // `units` at two consecutive entries, e and e + 1: the producer and consumer e % 2 stop at e,
-      // the other consumer at e + 1 (whose empty phase never completes: nothing waits on it).
+      // `units` at two consecutive entries, e and e + 1: in the ping-pong kernel the producer and
+      // consumer e % 2 stop at e, the other consumer at e + 1; in the cooperative kernel every
+      // reader stops at e. Entry e + 1's empty phase never completes: nothing waits on it.
       for (int j = 0, ends = 0; ends < 2; ++j) ends += take(j, all_taken) ? 1 : 0;
     }
 
@@ -215,7 +218,7 @@ struct grouped_schedule {
       return unit;
     }
 
-    /// unit_order::taken, every thread of the consumer warpgroup that runs the CTA's i-th unit:
+    /// unit_order::taken, every thread of each consumer warpgroup that runs the CTA's i-th unit:
     /// that unit (`units` once none is left). Lane 0 of each warp reads the entry, frees it and
     /// hands the unit to its warp by shuffle, so no other lane touches the entry (a lane's read
     /// ordered before lane 0's release only by a __syncwarp, which the compiler may drop in

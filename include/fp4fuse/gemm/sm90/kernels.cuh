@@ -40,10 +40,12 @@ FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
-  // Constructed by all threads together, before the roles split (schedule.cuh).
-  const typename Schedule::template cta<cfg, Cluster, AlongN> sched(prm, sched_args, prm.splits);
-  static_assert(!decltype(sched)::takes_units,
-                "gemm_kernel: a schedule that takes its units at run time hands each unit to one consumer warpgroup (the ping-pong kernel's)");
+  // Constructed by all threads together, before the roles split (schedule.cuh); every consumer
+  // warpgroup runs every unit.
+  const typename Schedule::template cta<cfg, Cluster, AlongN, cfg::consumers> sched(prm, sched_args, prm.splits);
+  static_assert(!decltype(sched)::takes_units || !cfg::single_consumer,
+                "gemm_kernel: a schedule that takes its units at run time needs every consumer warpgroup to run every unit (the 64 x 32 and "
+                "64 x 48 tiles' idle one walks first, first + stride, ...)");
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
@@ -58,6 +60,9 @@ FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap
   if (warpgroup == 0) {
     detail::setmaxnreg_dec<cfg::producer_registers>();
     if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched, static_cast<std::uint32_t>(x_rows) * 128);
+    if constexpr (decltype(sched)::takes_units) {
+      if (threadIdx.x == 32) sched.take_units();  // another warp: the counter's latency stays off the producer's path
+    }
   } else {
     detail::setmaxnreg_inc<cfg::consumer_registers>();
     if constexpr (x_box_may_be_short<cfg, Cluster>) {
@@ -83,7 +88,10 @@ FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap
     // tile ends at the edge, and its padding would otherwise follow its epilogue (measured: about
     // 190 of the 1,000 instructions a consumer warp issues after the mainloop, one warp per scheduler).
     constexpr bool helper_pads = cfg::single_consumer && detail::has_padding<detail::unit_epilogue<Epilogue>, cfg::consumer_n>;
-    for (int unit = active ? sched.first : sched.units; unit < sched.units; unit += sched.stride) {
+    // The CTA's i-th unit: first + i * stride, or the i-th one the schedule takes.
+    for (int i = 0, unit = active ? sched.first : sched.units;; ++i, unit += sched.stride) {
+      if constexpr (decltype(sched)::takes_units) unit = sched.consumer_unit(i);
+      if (unit >= sched.units) break;
       const work_unit u = sched.at(unit);
       float acc[1][registers];
       decltype(mma)::clear(acc);
@@ -156,7 +164,7 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* order = static_cast<std::uint64_t*>(ring.hand_off);  // order[c]: consumer c may start its next mainloop
-  const typename Schedule::template cta<cfg, Cluster, AlongN> sched(prm, sched_args, 1);  // all threads together
+  const typename Schedule::template cta<cfg, Cluster, AlongN, 1> sched(prm, sched_args, 1);  // all threads together; one consumer a unit
   const int k_iters = sched.k_iters;
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
@@ -227,6 +235,10 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
 /// loads half of the W tile and multicasts it to both, halving W's L2-to-SM traffic (AlongN:
 /// horizontally adjacent tiles sharing the X tile; 192-row tiles only along N). A ring slot is
 /// refilled only when the consumers of both CTAs have released it. No K split with clusters.
+/// A schedule that takes its units at run time (grouped_schedule's unit_order::taken; not with
+/// the single-consumer 64 x 32 and 64 x 48 tiles) takes them in a thread of the producer
+/// warpgroup's second warp and hands each to the producer and every consumer warpgroup through a
+/// queue in shared memory.
 /// A staged BF16 store (staged_store.cuh) runs as gemm_staged_kernel instead: the same body with
 /// the epilogue as a __grid_constant__ parameter.
 /// \code

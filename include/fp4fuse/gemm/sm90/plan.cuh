@@ -144,6 +144,16 @@ struct kernel_key {
   int in_flight;  ///< the ping-pong kernel's K steps of MMAs in flight (1 or 2)
 };
 
+/// Whether a grouped launch's kernel with `block_m`-row tiles takes its units in order at run time
+/// from a counter (grouped_schedule's unit_order::taken) rather than in the fixed order: the
+/// ping-pong kernel's and the cooperative 192 x 128's. In the fixed order the clusters drift
+/// apart and re-read W strips and X rows from DRAM that the clusters beside them had read
+/// (bench/results/engine16.md, engine20.md).
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::grouped_takes_units(192, false) && !fp4fuse::gemm::sm90::grouped_takes_units(64, false));
+/// \endcode
+constexpr bool grouped_takes_units(int block_m, bool pingpong) { return pingpong || block_m == 192; }
+
 /// A kernel instance as a type: the dispatch table's row for `kernel_key`s equal to its values
 /// (in_flight counts for the ping-pong kernel only).
 template <int BlockM, int BlockN, int Cluster, bool Pingpong = false, int InFlight = 2, bool AlongN = false>
@@ -158,6 +168,8 @@ struct tile_shape {
   static constexpr int in_flight = InFlight;  ///< the ping-pong kernel's K steps in flight
   static constexpr bool pingpong = Pingpong;  ///< the ping-pong kernel
   static constexpr bool along_n = AlongN;     ///< a cluster along N
+  /// In a grouped launch, its kernel takes its units at run time (grouped_takes_units).
+  static constexpr bool takes_grouped_units = grouped_takes_units(BlockM, Pingpong);
   /// True when `k` names this instance.
   /// \code
   /// static_assert(fp4fuse::gemm::sm90::tile_shape<128, 128, 2, true, 1>::matches({128, 128, 2, false, true, 1}));  // clustered ping-pong
@@ -381,6 +393,12 @@ struct grouped_plan {
   /// static_assert(fp4fuse::gemm::sm90::grouped_kernels::contains(fp4fuse::gemm::sm90::grouped_plan{192, 128, 2, false, true}.key()));
   /// \endcode
   constexpr kernel_key key() const { return {block_m, block_n, cluster, along_n, pingpong, 2}; }
+  /// Whether this plan's kernel takes its units at run time from a counter (grouped_takes_units;
+  /// the swap-AB kernel does not), which the launch then needs (workspace::size_for).
+  /// \code
+  /// static_assert(fp4fuse::gemm::sm90::grouped_plan{192, 128, 2, false, true}.takes_units());
+  /// \endcode
+  constexpr bool takes_units() const { return !swap_ab && grouped_takes_units(block_m, pingpong); }
 };
 
 /// The grouped GEMM's instances: cooperative 64 x 256, 64 x 128, 128 x 256, 128 x 128 and the ping-pong

@@ -8,9 +8,11 @@
 //
 //   S::arguments   what the host passes to the kernel for it (a kernel parameter: trivially
 //                  copyable; an empty struct where the schedule needs nothing but `params`).
-//   S::cta<Cfg, Cluster, AlongN>
+//   S::cta<Cfg, Cluster, AlongN, UnitWarpgroups>
 //                  the schedule of one CTA of a kernel with tiles of config Cfg (plan.cuh) in
-//                  clusters of Cluster CTAs along M (AlongN false) or N (true), with:
+//                  clusters of Cluster CTAs along M (AlongN false) or N (true), each unit run by
+//                  UnitWarpgroups consumer warpgroups (the cooperative kernel's Cfg::consumers,
+//                  the ping-pong kernel's 1), with:
 //     __device__ cta(const params& prm, const S::arguments& args, int splits)
 //                  run by all Cfg::threads threads of the CTA at kernel start, before the ring's barriers
 //                  are initialised and the warpgroups take their roles: it may read device
@@ -26,12 +28,12 @@
 //                  the grid by an upper bound.
 //     static constexpr bool takes_units
 //                  true: the CTA's units are not first + i * stride but taken at run time
-//                  (grouped_schedule's unit_order::taken): the ping-pong kernel runs
-//                  `void take_units()` in one thread of its producer warpgroup (not the producer)
-//                  and asks for its i-th unit with `int producer_unit(int i)` (its producer thread)
-//                  and `int consumer_unit(int i)` (the consumer warpgroup that runs it), each
-//                  returning `units` once none is left; the cooperative kernel refuses such a
-//                  schedule.
+//                  (grouped_schedule's unit_order::taken): the kernel runs `void take_units()`
+//                  in one thread of its producer warpgroup (not the producer) and asks for its
+//                  i-th unit with `int producer_unit(int i)` (its producer thread) and
+//                  `int consumer_unit(int i)` (each consumer warpgroup that runs it), each
+//                  returning `units` once none is left. The cooperative kernel's tiles with one
+//                  consumer (64 x 32, 64 x 48) refuse such a schedule.
 //     int rank     the CTA's rank in its cluster (0 without clusters): which half of the shared
 //                  operand's tile (W along M, X along N) its producer loads and multicasts.
 //     int k_iters  the 64-column K blocks of a whole unit: the ping-pong kernel, which does not
@@ -187,7 +189,7 @@ struct dense_schedule {
   /// and its epilogue writes nothing but the output's padding there, which 64-row tiles rely on:
   /// see `pad_beyond_tile`); along N the same with column blocks. Units are split `splits` ways
   /// along K.
-  template <class Cfg, int Cluster, bool AlongN = false>
+  template <class Cfg, int Cluster, bool AlongN = false, int UnitWarpgroups = 1>
   struct cta : detail::split_k_fixup_member {  // fixup: split K (detail::split_k_fixup)
     int tiles_n;    ///< column units (column blocks, or pairs of them along N)
     int unit_rows;  ///< row units (row blocks, or pairs of them along M)

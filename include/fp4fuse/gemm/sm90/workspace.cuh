@@ -1,8 +1,8 @@
 #pragma once
 // The sm_90a GEMM's workspace: for a K split, the FP32 fragment of every split of a tile, and per
 // tile and consumer an arrival counter that picks the last split to arrive, which sums them; for a
-// grouped launch whose kernel takes its units at run time (the ping-pong kernel,
-// grouped_schedule.cuh's unit_order::taken), one counter of the units taken.
+// grouped launch whose kernel takes its units at run time (the ping-pong kernel and the
+// cooperative 192 x 128, grouped_schedule.cuh's unit_order::taken), one counter of the units taken.
 //
 // Two launches that split K at once must not share a workspace: one's splits would count towards
 // the other's arrivals and sum the other's fragments. So a launch either takes a workspace its
@@ -74,12 +74,13 @@ struct workspace {
     return {tiles * splits * 2 * registers * 128, tiles * 2};
   }
   /// What a grouped launch of plan `gp` needs: one counter where its kernel takes its units at
-  /// run time (the ping-pong kernel's plans), nothing otherwise.
+  /// run time (`gp.takes_units()`: the ping-pong's and the cooperative 192 x 128's plans), nothing
+  /// otherwise.
   /// \code
   /// static_assert(fp4fuse::gemm::sm90::workspace::size_for(fp4fuse::gemm::sm90::grouped_plan{128, 128, 2, true, true}).counter_count == 1);
   /// \endcode
   static constexpr workspace_size size_for(const grouped_plan& gp) {
-    return gp.pingpong && !gp.swap_ab ? workspace_size{0, 1} : workspace_size{};
+    return gp.takes_units() ? workspace_size{0, 1} : workspace_size{};
   }
   /// True when this workspace has room for `need`.
   /// \code
