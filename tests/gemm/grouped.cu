@@ -783,7 +783,7 @@ TEST_CASE("MoE L1 [gpu]: the ping-pong and 192 x 128 kernels take their units fr
   if (!grouped_runs_here()) return;
   auto g = rng("moe unit counter");
   // 8 experts of about 1000 rows, 2I = 1024: about 256 units of 128 x 256 (a cluster's pair of
-  // 128 x 128 tiles; 192 x 256 for the 192 x 128 pairs, about 176), more than the resident
+  // 128 x 128 tiles; 192 x 256 for the 192 x 128 pairs, about 190), more than the resident
   // clusters, so clusters take several units each.
   const std::vector<std::int32_t> counts = moe::route(2000, 8, 4, moe::routing::uniform, g());
   device_buffer counter(sizeof(unsigned));

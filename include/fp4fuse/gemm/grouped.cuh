@@ -282,7 +282,7 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// only with `Kernels` = `fp4fuse::gemm::sm90::experimental_kernels`
 /// (`run_fused<fp4fuse::intermediate::fp32, fp4fuse::gemm::sm90::experimental_kernels>(...)`).
 /// `workspace`: the caller's counter for a plan that takes its units in order from one (the
-/// ping-pong's and the 192 x 128's, `sm90::grouped_plan::takes_units`; sm90::workspace::size_for(plan);
+/// ping-pong's and the cooperative 192 x 128's, `sm90::grouped_plan::takes_units`; sm90::workspace::size_for(plan);
 /// zeroed once, every launch leaves it zero); null: the one kept for the device and stream, or
 /// under stream capture one of the graph's own (sm90/workspace.cuh: which launches may overlap).
 /// \code // not compiled: it instantiates the planned grouped kernels (about a minute); tests/gemm/grouped.cu makes this call

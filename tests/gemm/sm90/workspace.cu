@@ -49,15 +49,22 @@ TEST_CASE("workspace: a grouped plan needs a unit counter exactly where its kern
     CHECK(workspace::size_for(p).counter_count == 0);
     CHECK(workspace::size_for(p).partial_floats == 0);
   }
-  // The launch picks the taken order by its instance's takes_grouped_units: the same answer.
-  fp4fuse::gemm::sm90::grouped_kernels::dispatch(grouped_plan{192, 128, 2, false, true}.key(), "test", [](auto shape) {
-    CHECK(decltype(shape)::takes_grouped_units);
-    return fp4fuse::result{};
-  });
-  fp4fuse::gemm::sm90::grouped_kernels::dispatch(grouped_plan{128, 256, 2, false}.key(), "test", [](auto shape) {
-    CHECK_FALSE(decltype(shape)::takes_grouped_units);
-    return fp4fuse::result{};
-  });
+  // The launch picks the taken order by its instance's takes_grouped_units: the same answer for
+  // every grouped instance as its plan's takes_units().
+  int instances = 0;
+  for (const grouped_plan& p : {grouped_plan{64, 256, 1, false}, grouped_plan{64, 128, 1, false}, grouped_plan{128, 256, 1, false},
+                                grouped_plan{128, 128, 1, false}, grouped_plan{128, 128, 1, true}, grouped_plan{64, 256, 2, false},
+                                grouped_plan{64, 128, 2, false}, grouped_plan{128, 256, 2, false}, grouped_plan{128, 128, 2, false},
+                                grouped_plan{128, 128, 2, true}, grouped_plan{128, 128, 2, true, true}, grouped_plan{192, 128, 2, false, true}}) {
+    INFO("plan " << p.block_m << "x" << p.block_n << " cluster " << p.cluster << (p.pingpong ? " ping-pong" : "") << (p.along_n ? " along N" : ""));
+    const fp4fuse::result r = fp4fuse::gemm::sm90::grouped_kernels::dispatch(p.key(), "test", [&](auto shape) {
+      CHECK(decltype(shape)::takes_grouped_units == p.takes_units());
+      return fp4fuse::result{};
+    });
+    CHECK(static_cast<bool>(r));  // the key names an instance, so the lambda ran
+    ++instances;
+  }
+  CHECK(instances == fp4fuse::gemm::sm90::grouped_kernels::size);
   unsigned counter = 0;
   CHECK(workspace{nullptr, &counter, 0, 1}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));
   CHECK_FALSE(workspace{}.holds(workspace::size_for(grouped_plan{128, 128, 2, true, true})));

@@ -74,7 +74,7 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
 /// any routing of `rows` rows. `Kernels`: the kernels it compiles (plan.cuh): `planned_kernels`
 /// (those plan_grouped chooses), or `experimental_kernels` (every grouped kernel and the swap-AB
 /// kernel) for forced plans that name another.
-/// A ping-pong or 192 x 128 plan's kernel takes its units in order at run time from a counter
+/// A ping-pong or cooperative 192 x 128 plan's kernel (not the swap-AB's) takes its units in order at run time from a counter
 /// (grouped_schedule.cuh's unit_order::taken): `ws`'s first counter (zero before the first launch;
 /// every launch leaves it zero), or with `ws` null the one kept for the device and stream, or
 /// under stream capture one of the graph's own (workspace.cuh says which launches may overlap).
@@ -121,8 +121,9 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   grouped_arguments args{offsets, groups};
   const std::uint64_t w_rows = static_cast<std::uint64_t>(groups) * static_cast<std::uint64_t>(N);
   using schedule = grouped_schedule<detail::group_band_rows<Epilogue>>;
-  // The ping-pong and 192 x 128 kernels take their units at run time (unit_order::taken) from a
-  // counter: the caller's, or the one kept for the device and stream (workspace.cuh).
+  // The ping-pong and cooperative 192 x 128 kernels take their units at run time
+  // (unit_order::taken) from a counter: the caller's, or the one kept for the device and stream
+  // (workspace.cuh).
   if (workspace::size_for(p).counter_count > 0) {
     if (ws != nullptr) {
       args.counter = ws->counters;  // check_plan: it holds one

@@ -40,12 +40,12 @@ FP4FUSE_DEVICE void cooperative_body(const CUtensorMap& tma_x, const CUtensorMap
   extern __shared__ unsigned char smem_raw[];
   const detail::ring<cfg> ring(smem_raw);
   auto* last_flag = static_cast<int*>(ring.hand_off);
-  // Constructed by all threads together, before the roles split (schedule.cuh); every consumer
-  // warpgroup runs every unit.
+  // Constructed by all threads together, before the roles split (schedule.cuh); each of the
+  // Cfg::consumers consumer warpgroups runs every unit.
   const typename Schedule::template cta<cfg, Cluster, AlongN, cfg::consumers> sched(prm, sched_args, prm.splits);
   static_assert(!decltype(sched)::takes_units || !cfg::single_consumer,
-                "gemm_kernel: a schedule that takes its units at run time needs every consumer warpgroup to run every unit (the 64 x 32 and "
-                "64 x 48 tiles' idle one walks first, first + stride, ...)");
+                "gemm_kernel: a schedule that takes its units at run time is read by every consumer warpgroup of the CTA, and the 64 x 32 "
+                "and 64 x 48 tiles' second, idle one runs no unit");
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);

@@ -33,7 +33,7 @@
 //                  i-th unit with `int producer_unit(int i)` (its producer thread) and
 //                  `int consumer_unit(int i)` (each consumer warpgroup that runs it), each
 //                  returning `units` once none is left. The cooperative kernel's tiles with one
-//                  consumer (64 x 32, 64 x 48) refuse such a schedule.
+//                  consumer (64 x 32, 64 x 48) and the swap-AB kernel refuse such a schedule.
 //     int rank     the CTA's rank in its cluster (0 without clusters): which half of the shared
 //                  operand's tile (W along M, X along N) its producer loads and multicasts.
 //     int k_iters  the 64-column K blocks of a whole unit: the ping-pong kernel, which does not

@@ -178,6 +178,7 @@ __global__ void __launch_bounds__(swap_ab_config<MaxTokens>::threads, 1)
   float* scratch = reinterpret_cast<float*>(static_cast<unsigned char*>(ring.hand_off) + 16);
   static_assert(Cluster == 1 || Cluster == 2, "gemm_swap_ab_kernel: clusters of 1 or 2 CTAs (along W: pairs of W blocks share the X tile)");
   const typename Schedule::template cta<cfg, Cluster, Cluster == 2> sched(prm, sched_args, 1);  // all threads together
+  static_assert(!decltype(sched)::takes_units, "gemm_swap_ab_kernel: its units are first, first + stride, ... (unit_order::fixed)");
   const int warpgroup = detail::warpgroup_index();
   if (threadIdx.x == 0) {
     detail::prefetch_tensor_map(tma_x);
