@@ -139,13 +139,14 @@ TEST_CASE("plan_grouped: the grouped plans name kernels that exist", "[gemm][pla
   CHECK((fp4fuse::gemm::sm90::plan_grouped(32768, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(32768, 256).cluster == 2 &&
          fp4fuse::gemm::sm90::plan_grouped(32768, 256).along_n));  // T = 4096: 128 per expert, clusters along N (K not given)
   CHECK((fp4fuse::gemm::sm90::plan_grouped(262144, 256).pingpong && fp4fuse::gemm::sm90::plan_grouped(262144, 256).along_n));  // T = 32768
-  // Experts of mostly 129-176 rows: 192 x 128 cooperative tiles, from 121 with a long K (beyond 176
-  // a uniform routing sends many experts past 192 rows: the ping-pong, bench/results/engine5.md).
-  // The rows per expert that get the 192 x 128 tile, written out (not the planner's rule again).
-  const std::vector<int> short_k_192{129, 176}, long_k_192{121, 128, 129, 176};
+  // Experts of mostly 129-176 rows: 192 x 128 cooperative tiles, from 121 to 184 with a long K
+  // (beyond that a uniform routing sends many experts past 192 rows: the ping-pong,
+  // bench/results/engine5.md, engine20.md). The rows per expert that get the 192 x 128 tile,
+  // written out (not the planner's rule again).
+  const std::vector<int> short_k_192{129, 176}, long_k_192{121, 128, 129, 176, 177, 184};
   for (int k : {0, 2880, 7168})
     for (int e : {128, 256}) {
-      const int rows_per_expert[] = {64, 65, 96, 120, 121, 128, 129, 176, 177, 192, 208, 209, 1024};
+      const int rows_per_expert[] = {64, 65, 96, 120, 121, 128, 129, 176, 177, 184, 185, 192, 208, 209, 1024};
       for (int r : rows_per_expert) {
         const grouped_plan p = fp4fuse::gemm::sm90::plan_grouped(r * e, e, 4096, k);
         INFO("rows per expert " << r << ", K " << k);
@@ -160,6 +161,8 @@ TEST_CASE("plan_grouped: the grouped plans name kernels that exist", "[gemm][pla
   CHECK(fp4fuse::gemm::sm90::plan_grouped(16384, 128, 5760, 2880).pingpong);        // GPT-OSS T = 4096
   CHECK(fp4fuse::gemm::sm90::plan_grouped(20480, 128, 5760, 2880).block_m == 192);  // GPT-OSS T = 5120
   CHECK(fp4fuse::gemm::sm90::plan_grouped(49152, 256, 4096, 7168).pingpong);         // DeepSeek-V3 T = 6144: 192 per expert
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(47104, 256, 4096, 7168).block_m == 192);  // DeepSeek-V3 T = 5888: 184 per expert
+  CHECK(fp4fuse::gemm::sm90::plan_grouped(23552, 128, 5760, 2880).pingpong);        // GPT-OSS T = 5888: 184 per expert
   // Decode: 64 x 128 tiles where the last 256-wide column tile would be at most half full (its box
   // would read the next expert's W rows), 64 x 256 otherwise or when N is not given.
   CHECK(fp4fuse::gemm::sm90::plan_grouped(256, 128, 5760).block_n == 128);  // GPT-OSS T = 64: 2I = 5760 = 22.5 x 256

@@ -485,11 +485,13 @@ constexpr bool compiles(const grouped_plan& p) {
 /// cooperative 192 x 128 tiles (three consumer warpgroups, clusters of 2 along N, no MMAs and no X
 /// for empty 64-row fragments) stream it once, at the cost of an epilogue the mainloop does not
 /// hide: chosen for 128 < rows per expert <= 176, and with a long reduction (`k` >= 4096, which
-/// hides more of that cost) above 120 rows per expert. Beyond 176 a uniform routing sends more
-/// and more experts past 192 rows (about an eighth at 177 rows per expert, a quarter at 184, half
-/// at 192), each of which then needs a second tile and streams its W twice.
-/// Measured on the H200 as the 192 x 128 time / the ping-pong's (uniform, skewed routing;
-/// bench/results/engine3.md, engine5.md): DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11;
+/// hides more of that cost) for 120 < rows per expert <= 184. Beyond that a uniform routing sends
+/// more and more experts past 192 rows (about an eighth at 177 rows per expert, a quarter at 184,
+/// half at 192), each of which then needs a second tile and streams its W twice.
+/// Measured on the H200 as the 192 x 128 time / the ping-pong's (uniform, skewed routing), with
+/// the 192 x 128 taking its units in order (bench/results/engine20.md): DeepSeek-V3 184 rows per
+/// expert 0.94-0.95, 0.85-0.86; 200: 1.20; GPT-OSS 184: 1.02-1.03. Before it did, in the fixed
+/// order (bench/results/engine3.md, engine5.md): DeepSeek-V3 (K = 7168) 96 rows per expert 1.12, 1.11;
 /// 112: 1.05-1.07; 120: 1.01, 1.00; 128: 0.81-0.96, 0.95-1.03; 144: 0.71, 0.77; 160: 0.61, 0.62;
 /// 176: 0.92-0.95, 0.86; 184: 1.07, 0.93; 192: 1.20-1.24, 1.04 (0.91, 0.84 in engine3.md's run);
 /// 208: 1.51-1.55; 224: 1.13, 1.12; GPT-OSS (K = 2880) 128: 0.97-1.08, 1.12-1.18; 144: 0.84, 0.95;
@@ -505,7 +507,7 @@ inline constexpr grouped_plan plan_grouped(int rows, int experts, int n = 0, int
     return last > 0 && last <= 128 ? grouped_plan{64, 128, 1, false} : grouped_plan{64, 256, 1, false};
   }
   const bool long_k = k >= 4096;
-  if ((per_expert > 128 || (long_k && per_expert > 120)) && per_expert <= 176) return {192, 128, 2, false, true};
+  if (long_k ? per_expert > 120 && per_expert <= 184 : per_expert > 128 && per_expert <= 176) return {192, 128, 2, false, true};
   return {128, 128, 2, true, true};
 }
 
