@@ -374,11 +374,11 @@ std::string launcher_lines(F&& f) {
   struct redirect {
     int saved = dup(fileno(stderr));
     FILE* capture = std::tmpfile();
-    const char* verbose = std::getenv("FP4FUSE_GEMM_VERBOSE");
-    std::string caller_verbose = verbose != nullptr ? verbose : "";  // the caller's own setting, put back
+    const bool caller_set = std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr;
+    std::string caller_verbose = caller_set ? std::getenv("FP4FUSE_GEMM_VERBOSE") : "";  // the caller's own setting, put back
     ~redirect() {
       std::fflush(stderr);
-      if (verbose != nullptr) {
+      if (caller_set) {
         setenv("FP4FUSE_GEMM_VERBOSE", caller_verbose.c_str(), 1);
       } else {
         unsetenv("FP4FUSE_GEMM_VERBOSE");

@@ -124,7 +124,7 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   // The ping-pong and cooperative 192 x 128 kernels take their units at run time
   // (unit_order::taken) from a counter: the caller's, or the one kept for the device and stream
   // (workspace.cuh).
-  if (workspace::size_for(p).counter_count > 0) {
+  if (p.takes_units()) {
     if (ws != nullptr) {
       args.counter = ws->counters;  // check_plan: it holds one
     } else if (const result r = detail::unit_counter_for(device, stream, &args.counter); !r) {
