@@ -21,9 +21,11 @@
 //   a measurement of what the exact activation costs that plan)
 //   (MODEL 0 DeepSeek-V3, 1 GPT-OSS; T any token count; ROUTING 0 uniform, 1 skewed, 2 balanced: T * k / E rows each; --profile runs each kernel once, untimed, for ncu: the fused, the BF16, the candidate's fused)
 //   [--idle-ms MS]: the GPU idles MS milliseconds before each configuration's timing, so that each
-//   starts from the same clock and power state (the H200 runs its long GEMMs at the 700 W limit,
-//   about 1.4 GHz, and takes a while to clock back up: a short configuration timed right after a
-//   long one runs at the clock the long one left, bench/results/engine2.md).
+//   starts from the same clock and power state, as a process of its own does (the H200 runs its
+//   long GEMMs at the 700 W limit, about 1.4 GHz, and takes a while to clock back up: a short
+//   configuration timed right after a long one runs at the clock the long one left,
+//   bench/results/engine2.md and engine21.md). Default 3000 when more than one configuration is
+//   timed, 0 for one (--only); --idle-ms 0 times them back to back.
 // Besides the roofline from the references measured once at the start, each configuration's round
 // robin also times the 8192^3 cuBLAS GEMM and the 1 GiB copy (the "same-state roofline": the two
 // ceilings at the clock and power state the configuration's kernels ran in). torch_grouped_mm.py
@@ -145,7 +147,7 @@ int main(int argc, char** argv) {
   bool has_candidate = false;
   int candidate_min_T = 0;
   bool candidate_fast = false;
-  int idle_ms = 0;
+  int idle_ms = -1;  // -1: the default (see the usage comment)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto next = [&] { return bench::option_value(argc, argv, i); };
@@ -222,6 +224,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!have_device("bench_moe")) return 0;
+  if (idle_ms < 0) idle_ms = configs.size() > 1 ? 3000 : 0;
   CHECK_CUDA(cudaMalloc(&g_flush, flush_bytes));
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

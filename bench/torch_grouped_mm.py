@@ -4,7 +4,11 @@
 bench/bench_moe.cu wrote (same counts, so both sides time the same problem). The benchmark adds
 fp4fuse::swiglu_quantize after it (timed by bench_moe) to form the best unfused pipeline.
 
-usage: torch_grouped_mm.py ROUTINGS.json OUT.json [--reps N]
+usage: torch_grouped_mm.py ROUTINGS.json OUT.json [--reps N] [--idle-ms MS]
+
+--idle-ms: the GPU idles MS milliseconds before each configuration's timing (default 3000 when the
+file has more than one configuration, else 0), so that each starts from the same clock and power
+state, as bench_moe's --idle-ms does.
 
 ROUTINGS.json: {"configs": [{"name": str, "experts": E, "hidden": H, "n": 2I, "counts": [E ints]}]}
 OUT.json: {"torch": version, "gpu": name, "copy_gbps": x, "results": [{"name": str, "grouped_mm_us": median,
@@ -19,6 +23,7 @@ flushed by a 256 MiB read before every timed launch, as in bench_support.cuh.
 import json
 import statistics
 import sys
+import time
 
 import torch
 
@@ -52,9 +57,16 @@ def main():
         i = args.index("--reps")
         reps = int(args[i + 1])
         del args[i:i + 2]
+    idle_ms = None
+    if "--idle-ms" in args:
+        i = args.index("--idle-ms")
+        idle_ms = int(args[i + 1])
+        del args[i:i + 2]
     routings_path, out_path = args
     with open(routings_path) as f:
         configs = json.load(f)["configs"]
+    if idle_ms is None:
+        idle_ms = 3000 if len(configs) > 1 else 0
     dev = torch.device("cuda")
     flush_buf = torch.zeros(256 << 20, dtype=torch.uint8, device=dev)
 
@@ -89,6 +101,9 @@ def main():
             fn = lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)
             out = fn()
             assert out.shape == (x.shape[0], N), out.shape
+            if idle_ms > 0:
+                torch.cuda.synchronize()
+                time.sleep(idle_ms / 1000.0)
             (med, lo, hi), (ref_us, _, _) = round_robin_us([fn, ref], reps, flush)
             ref_tflops = 2.0 * ref_n ** 3 / (ref_us * 1e-6) / 1e12
             results.append({"name": cfg["name"], "grouped_mm_us": med, "spread_us": [lo, hi], "ref_tflops": ref_tflops})
