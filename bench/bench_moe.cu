@@ -156,7 +156,13 @@ int main(int argc, char** argv) {
     else if (a == "--markdown") markdown = next();
     else if (a == "--reps") g_reps = std::atoi(next());
     else if (a == "--profile") profile = true;
-    else if (a == "--idle-ms") idle_ms = std::atoi(next());
+    else if (a == "--idle-ms") {
+      idle_ms = std::atoi(next());
+      if (idle_ms < 0) {
+        std::fprintf(stderr, "--idle-ms takes milliseconds >= 0 (0: configurations back to back)\n");
+        return 2;
+      }
+    }
     else if (a == "--candidate-fast-activation") candidate_fast = true;
     else if (a == "--only") {
       only_model = std::atoi(next());

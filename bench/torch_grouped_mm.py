@@ -62,6 +62,8 @@ def main():
         i = args.index("--idle-ms")
         idle_ms = int(args[i + 1])
         del args[i:i + 2]
+        if idle_ms < 0:
+            sys.exit("--idle-ms takes milliseconds >= 0 (0: configurations back to back)")
     routings_path, out_path = args
     with open(routings_path) as f:
         configs = json.load(f)["configs"]
