@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 using namespace fp4fuse_test;
@@ -374,12 +375,15 @@ std::string launcher_lines(F&& f) {
   struct redirect {
     int saved = dup(fileno(stderr));
     FILE* capture = std::tmpfile();
-    const bool caller_set = std::getenv("FP4FUSE_GEMM_VERBOSE") != nullptr;
-    std::string caller_verbose = caller_set ? std::getenv("FP4FUSE_GEMM_VERBOSE") : "";  // the caller's own setting, put back
+    // The caller's own setting, copied (a later setenv may free getenv's string), put back.
+    std::optional<std::string> caller_verbose = [] {
+      const char* v = std::getenv("FP4FUSE_GEMM_VERBOSE");
+      return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+    }();
     ~redirect() {
       std::fflush(stderr);
-      if (caller_set) {
-        setenv("FP4FUSE_GEMM_VERBOSE", caller_verbose.c_str(), 1);
+      if (caller_verbose) {
+        setenv("FP4FUSE_GEMM_VERBOSE", caller_verbose->c_str(), 1);
       } else {
         unsetenv("FP4FUSE_GEMM_VERBOSE");
       }
