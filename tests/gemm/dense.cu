@@ -129,13 +129,35 @@ TEST_CASE("dense L1 GEMM: invalid arguments are refused before any CUDA call", "
   CHECK(dense_swiglu({nullptr, 64, 32, 32}) == status::null_pointer);
   CHECK(dense_swiglu({o + 1, 64, 32, 32}) == status::misaligned_pointer);
   CHECK(dense_swiglu({o, 64, 32, 33}) == status::bad_leading_dimension);
+  // The output's extent is D's (M x N), or M x N / 2 after SwiGLU: a larger one got TMA's zero
+  // fill up to the tile's edge, a smaller one was cut, both silently, before gemm() compared them.
+  const auto message_has = [](const fp4fuse::result& r, status code, const char* part) {
+    INFO(r.message());
+    CHECK(r.code == code);
+    CHECK(std::strstr(r.message(), part) != nullptr);
+  };
+  const auto store_result = [&](int M, int N, fp4fuse::matrix_view<__nv_bfloat16> d) {
+    return fp4fuse::gemm::gemm(x, x, M, N, 64, fp4fuse::gemm::store_bf16{d}, fp4fuse::gemm::engine::automatic);
+  };
+  message_has(store_result(64, 64, {o, 65, 64, 64}), status::bad_shape, "store_bf16.out is [65, 64]: the GEMM writes [64, 64]");
+  message_has(store_result(64, 64, {o, 32, 64, 64}), status::bad_shape, "store_bf16.out is [32, 64]");
+  message_has(store_result(64, 64, {o, 64, 72, 72}), status::bad_shape, "store_bf16.out is [64, 72]");
+  message_has(store_result(100, 256, {o, 128, 256, 256}), status::bad_shape, "the GEMM writes [100, 256]");
+  const auto swiglu_result = [&](int M, int N, fp4fuse::matrix_view<__nv_bfloat16> h) {
+    return fp4fuse::gemm::gemm(x, x, M, N, 64, fp4fuse::gemm::swiglu_bf16<act_t>{h, act_t{}}, fp4fuse::gemm::engine::automatic);
+  };
+  message_has(swiglu_result(64, 64, {o, 64, 64, 64}), status::bad_shape, "swiglu_bf16.out is [64, 64]: the GEMM writes [64, 32]");
+  message_has(swiglu_result(64, 64, {o, 63, 32, 32}), status::bad_shape, "swiglu_bf16.out is [63, 32]");
+  // N whole gate/up granule pairs: 16 for the BF16 SwiGLU (N = 24 paired outputs 8..11's gate with
+  // TMA's zero fill), 32 for NVFP4 (one block of 16 outputs).
+  message_has(swiglu_result(64, 24, {o, 64, 12, 12}), status::not_multiple_of_block, "N = 24: swiglu_bf16 needs a multiple of 16");
   // A column bias with columns needs its data (a null one faulted in the kernel before gemm()
   // checked it); an empty one needs nothing. The biased epilogues' `check` is called directly:
   // through gemm() each would instantiate every kernel of both engines for its type (gemm() calls
   // `check` for every epilogue that has one, as the calls above show).
   const auto refusal_of = [](const auto& epilogue) {
     fp4fuse::argument_checker c("fp4fuse::gemm::gemm");
-    epilogue.check(c);
+    epilogue.check(c, 64, 64);  // D of 64 x 64, as the gemm() calls above
     return c.outcome();
   };
   const float* bias_data = static_cast<const float*>(fake(0x700000));
@@ -143,6 +165,12 @@ TEST_CASE("dense L1 GEMM: invalid arguments are refused before any CUDA call", "
   CHECK(biased_store({nullptr, 64}).code == status::null_pointer);
   CHECK(std::strstr(biased_store({nullptr, 64}).message(), "store_bf16.bias.data") != nullptr);
   CHECK(biased_store({static_cast<const float*>(fake(0x700002)), 64}).code == status::misaligned_pointer);
+  // Two columns' bias are one 8-byte load (mma_add_bias): data 8-byte aligned, count even (an odd
+  // count read the float past it into column `count`).
+  CHECK(biased_store({static_cast<const float*>(fake(0x700004)), 64}).code == status::misaligned_pointer);
+  CHECK(std::strstr(biased_store({static_cast<const float*>(fake(0x700004)), 64}).message(), "8-byte") != nullptr);
+  CHECK(biased_store({bias_data, 63}).code == status::bad_shape);
+  CHECK(static_cast<bool>(biased_store({bias_data, 62})));  // a partial bias: columns 62 and 63 get +0
   CHECK(biased_store({bias_data, -1}).code == status::bad_shape);
   CHECK(static_cast<bool>(biased_store({nullptr, 0})));  // no columns: nothing is read
   CHECK(static_cast<bool>(biased_store({bias_data, 64})));
@@ -184,6 +212,17 @@ TEST_CASE("dense L1 GEMM: invalid arguments are refused before any CUDA call", "
   }
   using biased_nvfp4 = fp4fuse::gemm::swiglu_nvfp4<act_t, fp4fuse::intermediate::fp32, fp4fuse::recipe::te_exact, fp4fuse::column_bias>;
   CHECK(refusal_of(biased_nvfp4{good_out, S, act_t{}, {nullptr, 64}}).code == status::null_pointer);
+  CHECK(refusal_of(biased_nvfp4{good_out, S, act_t{}, {static_cast<const float*>(fake(0x700004)), 64}}).code == status::misaligned_pointer);
+  CHECK(refusal_of(fp4fuse::gemm::swiglu_bf16<act_t, fp4fuse::column_bias>{{o, 64, 32, 32}, act_t{}, {bias_data, 33}}).code == status::bad_shape);
+  // The NVFP4 output's extent (rows x scale columns * 16) is M x N / 2, and N whole blocks.
+  const auto fused_shape = [&](int M, int N, nvfp4_layout layout) {
+    auto q = good_out;
+    q.layout = layout;
+    return fp4fuse::gemm::gemm(x, x, M, N, 64, nvfp4_epilogue{q, S, act_t{}}, fp4fuse::gemm::engine::automatic);
+  };
+  message_has(fused_shape(64, 64, nvfp4_layout{65, 2}), status::bad_shape, "swiglu_nvfp4.out is [65, 32]: the GEMM writes [64, 32]");
+  message_has(fused_shape(64, 64, nvfp4_layout{64, 1}), status::bad_shape, "swiglu_nvfp4.out is [64, 16]");
+  message_has(fused_shape(64, 48, nvfp4_layout{64, 1}), status::not_multiple_of_block, "N = 48: swiglu_nvfp4 needs a multiple of 32");
   CHECK(static_cast<bool>(refusal_of(biased_nvfp4{good_out, S, act_t{}, {bias_data, 64}})));
 }
 
@@ -850,6 +889,12 @@ TEST_CASE("dense L1 GEMM [gpu]: split-K with the caller's workspace, on two stre
   CHECK(a.run(0, s.a, &small).code == fp4fuse::status::bad_shape);
   CHECK(b.run(0, s.b, &ws_a).code == fp4fuse::status::bad_shape);  // a's: 4 tiles, b has 6
   CHECK(a.run(0, s.a, &none).code == fp4fuse::status::null_pointer);
+  workspace misaligned = ws_a;  // float stores and unsigned atomics: 4-byte aligned
+  misaligned.partials = reinterpret_cast<float*>(reinterpret_cast<char*>(ws_a.partials) + 2);
+  CHECK(a.run(0, s.a, &misaligned).code == fp4fuse::status::misaligned_pointer);
+  misaligned = ws_a;
+  misaligned.counters = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(ws_a.counters) + 1);
+  CHECK(a.run(0, s.a, &misaligned).code == fp4fuse::status::misaligned_pointer);
 
   // Captured in a CUDA graph: refused with the workspace `launch` keeps (a graph would hold its
   // address), run with the caller's, three replays, each equal to the reference.

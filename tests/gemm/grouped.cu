@@ -170,6 +170,16 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
   INFO(forced.message());
   CHECK(forced.code == fp4fuse::status::bad_shape);
   CHECK(std::string(forced.message()).find("the forced plan names no kernel") != std::string::npos);
+  // A plan that takes its units at run time, with a workspace whose counter is not 4-byte aligned
+  // (unsigned atomics): refused before any CUDA call.
+  {
+    const grouped_plan taker{128, 128, 2, true, true};
+    const fp4fuse::gemm::sm90::workspace odd_counter{nullptr, static_cast<unsigned*>(fake(0x900002)), 0, 1};
+    const fp4fuse::result r = gmoe::run_fused(good, out, S, fp4fuse::activation::swiglu{}, nullptr, &taker, &odd_counter);
+    INFO(r.message());
+    CHECK(r.code == fp4fuse::status::misaligned_pointer);
+    CHECK(std::string(r.message()).find("workspace.counters (") != std::string::npos);
+  }
   // A swap-AB plan runs only where the call compiles the experimental kernels: refused before any
   // CUDA call (bad_shape, not no_device, on a machine without a GPU), nothing written.
   for (const grouped_plan& swap : {grouped_plan{192, 128, 2, false, true, true}, grouped_plan{192, 128, 1, false, false, true}}) {
@@ -216,7 +226,8 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
       CHECK(std::string(r.message()).find(words) != std::string::npos);
     }
     // Its own bounds, which the moe:: calls check before it: the group count (the schedule's
-    // shared-memory scan holds max_groups), null pointers, the shape, W's 32-bit row indexing.
+    // shared-memory scan holds max_groups), null and misaligned pointers, the shape, W's 32-bit
+    // row indexing, the unit count.
     const auto direct = [&](const __nv_bfloat16* x, int rows, int N, int K, int groups, const std::int32_t* offs) {
       return fp4fuse::gemm::sm90::launch_grouped(x, good.w, rows, N, K, groups, offs, epi, nullptr);
     };
@@ -229,7 +240,14 @@ TEST_CASE("MoE L1: invalid arguments are refused before any CUDA call, naming th
           std::tuple{direct(good.x.data, 64, 160, 250, 8, offsets), fp4fuse::status::bad_shape, "rows = 64, N = 160, K = 250"},
           std::tuple{direct(good.x.data, -1, 160, 256, 8, offsets), fp4fuse::status::bad_shape, "rows = -1"},
           std::tuple{direct(good.x.data, 64, 1 << 22, 256, 1024, offsets), fp4fuse::status::bad_shape,
-                     "groups * N = 4294967296 exceeds 32-bit W row indexing"}}) {
+                     "groups * N = 4294967296 exceeds 32-bit W row indexing"},
+          // TMA's 16-byte base, the offsets' int32 reads, the schedule's int unit count: a direct
+          // call faulted or overflowed on each before launch_grouped checked them itself.
+          std::tuple{direct(good.x.data + 1, 64, 160, 256, 8, offsets), fp4fuse::status::misaligned_pointer, "x ("},
+          std::tuple{direct(good.x.data, 64, 160, 256, 8, reinterpret_cast<const std::int32_t*>(reinterpret_cast<const char*>(offsets) + 2)),
+                     fp4fuse::status::misaligned_pointer, "offsets ("},
+          std::tuple{direct(good.x.data, (1 << 30) - 64, 8192, 256, 8, offsets), fp4fuse::status::bad_shape,
+                     "rows = 1073741760 with groups = 8 and N = 8192 give more work units than 32-bit indexing allows"}}) {
       INFO(r.message());
       CHECK(r.code == code);
       CHECK(std::string(r.message()).find(std::string("fp4fuse::gemm::sm90::launch_grouped: ") + words) != std::string::npos);

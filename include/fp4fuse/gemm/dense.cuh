@@ -112,12 +112,20 @@ inline void check_gemm(fp4fuse::argument_checker& c, const __nv_bfloat16* x, con
             "M = %d and N = %d give more tiles x splits than the kernels' 32-bit unit counts allow", M, N);
 }
 
-/// True for epilogues with `check(argument_checker&)`: refusals of their own outputs.
+/// True for epilogues with `check(argument_checker&, index_t M, index_t N)`: refusals of their own
+/// outputs for a GEMM output D of M x N (the library's three epilogues).
 template <class Epilogue, class = void>
 inline constexpr bool has_check = false;
 template <class Epilogue>
-inline constexpr bool has_check<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().check(std::declval<fp4fuse::argument_checker&>()))>> =
-    true;
+inline constexpr bool has_check<Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().check(
+                                              std::declval<fp4fuse::argument_checker&>(), index_t{}, index_t{}))>> = true;
+/// True for epilogues with the shape-less `check(argument_checker&)` only: a caller's own
+/// epilogue written before the extent was passed, still called.
+template <class Epilogue, class = void>
+inline constexpr bool has_shapeless_check = false;
+template <class Epilogue>
+inline constexpr bool has_shapeless_check<
+    Epilogue, std::void_t<decltype(std::declval<const Epilogue&>().check(std::declval<fp4fuse::argument_checker&>()))>> = true;
 
 }  // namespace detail
 
@@ -130,11 +138,15 @@ inline engine resolve(engine e) {
   return detail::wgmma_runs_here() ? engine::wgmma : engine::mma_sync;
 }
 
-/// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi` (epilogues.cuh), FP32 accumulation in the
-/// order of K. Refusals (a sentence in `message()`, nothing launched or written): null or
-/// misaligned pointers, shapes, an output the epilogue cannot write (its `check`: the BF16
-/// epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols; the NVFP4 one's
-/// packed bytes, scales and S; a column bias's data where it has columns), a forced plan
+/// D[M, N] = X[M, K] * W[N, K]^T with epilogue `epi` (epilogues.cuh), FP32 accumulation: in the
+/// order of K within a K split; where the plan splits K (automatic for few rows, by the SM count,
+/// or `force_plan`) the splits' sums are added in split order, so the bits are deterministic for
+/// a plan but may differ between plans. Refusals (a sentence in `message()`, nothing launched or
+/// written): null or misaligned pointers, shapes, an output the epilogue cannot write (its
+/// `check`: the output's extent M x N, or M x N / 2 after SwiGLU with N a multiple of 16, 32 for
+/// NVFP4; the BF16 epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols;
+/// the NVFP4 one's packed bytes, scales and S; a column bias's data, 8-byte aligned, where it
+/// has columns, and its count even), a forced plan
 /// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). M = 0
 /// after the argument and plan checks (before the architecture's): ok, nothing launched, no CUDA call. `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
@@ -151,7 +163,11 @@ result gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int K,
             cudaStream_t stream = nullptr, const sm90::launch_plan* force_plan = nullptr, const sm90::workspace* workspace = nullptr) {
   fp4fuse::argument_checker c("fp4fuse::gemm::gemm");
   detail::check_gemm(c, x, w, M, N, K);
-  if constexpr (detail::has_check<Epilogue>) epi.check(c);
+  if constexpr (detail::has_check<Epilogue>) {
+    epi.check(c, M, N);
+  } else if constexpr (detail::has_shapeless_check<Epilogue>) {
+    epi.check(c);
+  }
   if (!c) return c.outcome();
   if (const result v = sm90::validate_plan(force_plan); !v) return v;
   if (M == 0) return {};  // nothing to write: ok without any CUDA call (status.hpp)

@@ -18,8 +18,9 @@
 // padding), without the arithmetic; the sm_90a GEMM calls it for a 192-row tile's consumer whose
 // rows hold nothing of an expert, and the swap-AB kernel for the rows beyond an expert's last
 // chunk (the BF16 epilogues write nothing there and have none).
-// Optionally `check(argument_checker&)`, which fp4fuse::gemm::gemm calls on the host before
-// launching: the epilogue's refusals of its own outputs and bias (all three have one).
+// Optionally `check(argument_checker&, index_t M, index_t N)`, which fp4fuse::gemm::gemm calls on
+// the host before launching: the epilogue's refusals of its own outputs and bias for a GEMM
+// output D of M x N (all three have one: the output's extent must be D's, or D's SwiGLU half).
 // Columns are those of the GEMM output D = X * W^T: gate/up interleaved in granules of 8.
 // Each takes the library's bias type (`fp4fuse::no_bias`, the default, or `fp4fuse::column_bias`:
 // an expert's [2I] per-column bias, GPT-OSS) and adds it as the library's fragment adapters do:
@@ -88,26 +89,57 @@ inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix
             static_cast<long long>(out.cols));
 }
 
+/// Refuses (into `c`, on the host, before any launch) an output whose extent is not what the GEMM
+/// writes: `rows` x `cols` must be `want_rows` x `want_cols` (status::bad_shape), D's M x N for the
+/// BF16 store, M x N / 2 for the SwiGLU outputs. A larger output would get TMA's zero fill (plus
+/// the bias) in the rows up to the tile's edge and nothing beyond; a smaller one would be cut.
+/// `name` names the output (e.g. "store_bf16.out").
+/// \code
+/// fp4fuse::argument_checker c("my_gemm");
+/// fp4fuse::gemm::check_extent(c, 100, 256, 128, 256, "out");  // "my_gemm: out is [100, 256]: the GEMM writes [128, 256] (M = 128 rows ...)"
+/// \endcode
+inline void check_extent(fp4fuse::argument_checker& c, long long rows, long long cols, long long want_rows, long long want_cols, const char* name) {
+  c.require(rows == want_rows && cols == want_cols, fp4fuse::status::bad_shape,
+            "%s is [%lld, %lld]: the GEMM writes [%lld, %lld] (M rows; N columns of D, N / 2 after SwiGLU)", name, rows, cols, want_rows,
+            want_cols);
+}
+
+/// Refuses (into `c`, on the host, before any launch) a GEMM width N the SwiGLU epilogues cannot
+/// pair: N must be a multiple of `granule` (status::not_multiple_of_block), 16 for the BF16 output
+/// (8 gate columns and their 8 up columns) and 32 for NVFP4 (one block of 16 outputs). Otherwise
+/// the last outputs would pair gate columns with TMA's zero fill.
+/// \code
+/// fp4fuse::argument_checker c("my_gemm");
+/// fp4fuse::gemm::check_gate_up_width(c, 24, 16, "swiglu_bf16");  // "my_gemm: N = 24: swiglu_bf16 needs a multiple of 16 ..."
+/// \endcode
+inline void check_gate_up_width(fp4fuse::argument_checker& c, long long N, int granule, const char* name) {
+  c.require(N % granule == 0, fp4fuse::status::not_multiple_of_block,
+            "N = %lld: %s needs a multiple of %d gate/up columns (whole granule pairs of gate and up%s)", N, name, granule,
+            granule == 32 ? ", 16 outputs per NVFP4 block" : "");
+}
+
 /// Refuses (into `c`, on the host, before any launch) a column bias the epilogues cannot read:
-/// count < 0 (status::bad_shape), or count > 0 with data null (null_pointer) or not 4-byte aligned
-/// (misaligned_pointer). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
+/// count < 0 or odd (status::bad_shape), or count > 0 with data null (null_pointer) or not 8-byte
+/// aligned (misaligned_pointer): the epilogues read two neighbouring columns' bias as one 8-byte
+/// load (`fp4fuse::mma_add_bias`). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
 /// \code
 /// fp4fuse::argument_checker c("my_gemm");
 /// fp4fuse::gemm::check_bias(c, fp4fuse::no_bias{}, "bias");  // c stays ok
 /// \endcode
 inline void check_bias(fp4fuse::argument_checker&, const fp4fuse::no_bias&, const char*) {}
-/// A column bias: refuses count < 0 (status::bad_shape), and where count > 0 data null
-/// (null_pointer) or not 4-byte aligned (misaligned_pointer).
+/// A column bias: refuses count < 0 or odd (status::bad_shape), and where count > 0 data null
+/// (null_pointer) or not 8-byte aligned (misaligned_pointer).
 /// \code
 /// fp4fuse::argument_checker c("my_gemm");
 /// fp4fuse::gemm::check_bias(c, fp4fuse::column_bias{nullptr, 2 * I}, "bias");  // "my_gemm: bias.data is null"
 /// \endcode
 inline void check_bias(fp4fuse::argument_checker& c, const fp4fuse::column_bias& bias, const char* name) {
-  c.require(bias.count >= 0, fp4fuse::status::bad_shape, "%s.count = %lld must be >= 0", name, static_cast<long long>(bias.count));
+  c.require(bias.count >= 0 && bias.count % 2 == 0, fp4fuse::status::bad_shape,
+            "%s.count = %lld must be even and >= 0 (two columns' bias are read as one 8-byte load)", name, static_cast<long long>(bias.count));
   if (bias.count <= 0) return;
   char field[64];
   std::snprintf(field, sizeof field, "%s.data", name);
-  c.not_null(bias.data, field).aligned(bias.data, 4, field, "floats");
+  c.not_null(bias.data, field).aligned(bias.data, 8, field, "two columns' floats read as one 8-byte load");
 }
 
 /// Flow 1 (and the plain GEMM): D (+ bias) as BF16 [M, N].
@@ -118,14 +150,15 @@ struct store_bf16 {
   /// Any whole number of n8 tiles per consumer (column_granule, tile_grid.cuh).
   static constexpr int column_granule = 8;
 
-  /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
-  /// check_bf16_pairs, check_bias.
+  /// The output's and the bias's refusals for a GEMM output D of M x N (fp4fuse::gemm::gemm calls
+  /// it before launching): check_bf16_pairs, out's extent M x N (check_extent), check_bias.
   /// \code
   /// fp4fuse::argument_checker c("my_gemm");
-  /// fp4fuse::gemm::store_bf16{fp4fuse::matrix_view<__nv_bfloat16>{h, M, 2 * I, 2 * I}}.check(c);  // a null h: "my_gemm: store_bf16.out.data is null"
+  /// fp4fuse::gemm::store_bf16{fp4fuse::matrix_view<__nv_bfloat16>{h, M, 2 * I, 2 * I}}.check(c, M, 2 * I);  // a null h: "my_gemm: store_bf16.out.data is null"
   /// \endcode
-  void check(fp4fuse::argument_checker& c) const {
+  void check(fp4fuse::argument_checker& c, index_t M, index_t N) const {
     check_bf16_pairs(c, out, "store_bf16.out");
+    check_extent(c, out.rows, out.cols, M, N, "store_bf16.out");
     check_bias(c, bias, "store_bf16.bias");
   }
 
@@ -195,14 +228,17 @@ struct swiglu_bf16 {
   /// Whole gate/up granule pairs per consumer (column_granule, tile_grid.cuh).
   static constexpr int column_granule = 16;
 
-  /// The output's and the bias's refusals (fp4fuse::gemm::gemm calls it before launching):
-  /// check_bf16_pairs, check_bias.
+  /// The output's and the bias's refusals for a GEMM output D of M x N (fp4fuse::gemm::gemm calls
+  /// it before launching): check_bf16_pairs, N a multiple of 16 (check_gate_up_width), out's extent
+  /// M x N / 2 (check_extent), check_bias.
   /// \code
   /// fp4fuse::argument_checker c("my_gemm");
-  /// fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{h, M, I, I}, {}}.check(c);  // a null h: "my_gemm: swiglu_bf16.out.data is null"
+  /// fp4fuse::gemm::swiglu_bf16<fp4fuse::activation::swiglu>{{h, M, I, I}, {}}.check(c, M, 2 * I);  // a null h: "my_gemm: swiglu_bf16.out.data is null"
   /// \endcode
-  void check(fp4fuse::argument_checker& c) const {
+  void check(fp4fuse::argument_checker& c, index_t M, index_t N) const {
     check_bf16_pairs(c, out, "swiglu_bf16.out");
+    check_gate_up_width(c, N, column_granule, "swiglu_bf16");
+    check_extent(c, out.rows, out.cols, M, N / 2, "swiglu_bf16.out");
     check_bias(c, bias, "swiglu_bf16.bias");
   }
 
@@ -308,17 +344,20 @@ struct swiglu_nvfp4 {
   FP4FUSE_DEVICE void warpgroup_swap_ab(const float (&acc)[Registers], index_t token0, index_t col0, float* scratch, int barrier) const {
     fp4fuse::wgmma_swap_ab_epilogue<ChunkTokens>(op(), acc, {token0, col0}, scratch, barrier);
   }
-  /// The refusals of its output, global encode scale and bias (fp4fuse::gemm::gemm calls it before
-  /// launching): `argument_checker::quantized` (packed and scales non-null, packed 8-byte aligned,
-  /// ld_packed a multiple of 8 and >= cols / 2, scale columns > 0), S non-null and 4-byte aligned,
-  /// check_bias.
+  /// The refusals of its output, global encode scale and bias for a GEMM output D of M x N
+  /// (fp4fuse::gemm::gemm calls it before launching): `argument_checker::quantized` (packed and
+  /// scales non-null, packed 8-byte aligned, ld_packed a multiple of 8 and >= cols / 2, scale
+  /// columns > 0), N a multiple of 32 (check_gate_up_width), out's extent M x N / 2 (rows x scale
+  /// columns * 16: check_extent), S non-null and 4-byte aligned, check_bias.
   /// \code
   /// fp4fuse::argument_checker c("my_gemm");
   /// const fp4fuse::gemm::swiglu_nvfp4<fp4fuse::activation::swiglu> epi{{nullptr, I / 2, scales, {M, I / 16}}, d_S, {}};
-  /// epi.check(c);  // a null packed: "my_gemm: swiglu_nvfp4.out.packed is null"
+  /// epi.check(c, M, 2 * I);  // a null packed: "my_gemm: swiglu_nvfp4.out.packed is null"
   /// \endcode
-  void check(fp4fuse::argument_checker& c) const {
+  void check(fp4fuse::argument_checker& c, index_t M, index_t N) const {
     c.quantized(out, "swiglu_nvfp4.out");
+    check_gate_up_width(c, N, column_granule, "swiglu_nvfp4");
+    check_extent(c, out.rows(), out.cols(), M, N / 2, "swiglu_nvfp4.out");
     c.not_null(global_encode_scale, "swiglu_nvfp4.global_encode_scale (S, device memory)")
         .aligned(global_encode_scale, 4, "swiglu_nvfp4.global_encode_scale", "a float");
     check_bias(c, bias, "swiglu_nvfp4.bias");

@@ -58,6 +58,7 @@ void check_plan(fp4fuse::argument_checker& c, const grouped_plan& p, const char*
     c.require(ws->holds(workspace::size_for(p)), status::null_pointer,
               "workspace has no counter, and this %s's plan (%d x %d %s) takes its units from one (sm90::workspace::size_for(plan))", noun,
               p.block_m, p.block_n, p.pingpong ? "ping-pong" : "cooperative");
+    if (c && p.takes_units()) c.aligned(ws->counters, alignof(unsigned), "workspace.counters", "unsigned atomics");
   }
 }
 }  // namespace detail
@@ -90,19 +91,24 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
                       const Epilogue& epi, cudaStream_t stream, const grouped_plan* force = nullptr, const workspace* ws = nullptr) {
   static_assert(std::is_same_v<Kernels, planned_kernels> || std::is_same_v<Kernels, experimental_kernels>,
                 "launch_grouped: Kernels is planned_kernels or experimental_kernels (plan.cuh)");
-  // The shape and the plan first: a refusal needs no GPU. The moe:: calls check the rest of
-  // their arguments (grouped.cuh's check_launch); these bounds keep the schedule's shared-memory
-  // scan and its 32-bit indexing in range for a direct call too.
+  // The shape, the pointers and the plan first: a refusal needs no GPU. The moe:: calls check
+  // the rest of their arguments (grouped.cuh's check_launch: the epilogue's outputs among them);
+  // these bounds keep the schedule's shared-memory scan and its 32-bit indexing in range for a
+  // direct call too.
   fp4fuse::argument_checker c("fp4fuse::gemm::sm90::launch_grouped");
   c.require(groups >= 1 && groups <= max_groups, status::bad_shape, "groups = %d must be in [1, %d]", groups, max_groups);
   c.require(rows >= 0 && rows < (1 << 30) && N >= 32 && N % 32 == 0 && K >= 8 && K % 8 == 0, status::bad_shape,
             "rows = %d, N = %d, K = %d: rows in [0, 2^30), N a positive multiple of 32 and K of 8 are needed", rows, N, K);
-  c.not_null(x, "x");
-  c.not_null(w, "w");
-  c.not_null(offsets, "offsets");
+  c.not_null(x, "x").aligned(x, 16, "x", "TMA");
+  c.not_null(w, "w").aligned(w, 16, "w", "TMA");
+  c.not_null(offsets, "offsets").aligned(offsets, 4, "offsets", "int32");
   if (c) {
     c.require(static_cast<long long>(groups) * N < (1ll << 31), status::bad_shape, "groups * N = %lld exceeds 32-bit W row indexing",
               static_cast<long long>(groups) * N);
+    // The schedule counts units (every group's 64-row blocks times the 128-wide column tiles, at
+    // most) in int.
+    c.require((static_cast<long long>(rows) / 64 + groups + 1) * cuda::ceil_div(N, 128) < (1ll << 30), status::bad_shape,
+              "rows = %d with groups = %d and N = %d give more work units than 32-bit indexing allows", rows, groups, N);
   }
   if (!c) return c.outcome();
   const grouped_plan p = force != nullptr ? *force : plan_grouped(rows, groups, N, K);

@@ -156,6 +156,7 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
   static_assert(InFlight == 1 || InFlight == 2, "1 or 2 K steps of MMAs in flight");
   constexpr int block_n = 128;
   using cfg = config<block_n>;
+  static_assert(cfg::threads == 384, "gemm_pingpong_kernel: a producer warpgroup and two consumer warpgroups, each consumer a whole tile");
   static_assert(detail::tiles_cover_padding<detail::unit_epilogue<Epilogue>, block_m, block_n>,
                 "gemm_pingpong_kernel: the epilogue's output is padded in granules its 128 x 128 tiles do not cover, and this kernel "
                 "writes no padding beyond its tiles (use gemm_kernel, which does)");
@@ -177,13 +178,13 @@ FP4FUSE_DEVICE void pingpong_body(const CUtensorMap& tma_x, const CUtensorMap& t
   detail::init_ring<cfg, Cluster>(ring, Cluster);  // empty: the consuming warpgroup of each CTA
 
   if (warpgroup == 0) {
-    detail::setmaxnreg_dec<40>();
+    detail::setmaxnreg_dec<cfg::producer_registers>();
     if (threadIdx.x == 0) detail::produce<cfg, Cluster, AlongN>(ring, tma_x, tma_w, sched);
     if constexpr (decltype(sched)::takes_units) {
       if (threadIdx.x == 32) sched.take_units();  // another warp: the counter's latency stays off the producer's path
     }
   } else {
-    detail::setmaxnreg_inc<232>();
+    detail::setmaxnreg_inc<cfg::consumer_registers>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x % 128);
     const bool leader = detail::warpgroup_leader();

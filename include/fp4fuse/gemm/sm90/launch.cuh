@@ -289,6 +289,10 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
     if (ws->partials == nullptr || ws->counters == nullptr) {
       return result::with(status::null_pointer, "fp4fuse::gemm::sm90::launch: the workspace's partials or counters are null");
     }
+    if (reinterpret_cast<std::uintptr_t>(ws->partials) % alignof(float) != 0 || reinterpret_cast<std::uintptr_t>(ws->counters) % alignof(unsigned) != 0) {
+      return result::with(status::misaligned_pointer,
+                          "fp4fuse::gemm::sm90::launch: the workspace's partials and counters must be 4-byte aligned (float stores, unsigned atomics)");
+    }
     if (!ws->holds(need)) {
       return result::with(status::bad_shape,
                           "fp4fuse::gemm::sm90::launch: the workspace holds %zu partial floats and %zu counters; this problem's plan needs %zu and %zu",

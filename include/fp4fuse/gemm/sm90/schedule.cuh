@@ -191,6 +191,9 @@ struct dense_schedule {
   /// along K.
   template <class Cfg, int Cluster, bool AlongN = false, int UnitWarpgroups = 1>
   struct cta : detail::split_k_fixup_member {  // fixup: split K (detail::split_k_fixup)
+    static_assert(UnitWarpgroups <= 2,
+                  "dense_schedule: split K keeps two consumer warpgroups' partial sums per tile (split_k_fixup's tile * 2 + consumer, "
+                  "workspace::size_for's tiles * 2): a tile of more consumers (192 rows) needs both widened first");
     int tiles_n;    ///< column units (column blocks, or pairs of them along N)
     int unit_rows;  ///< row units (row blocks, or pairs of them along M)
     int k_iters;    ///< K blocks of a whole tile
