@@ -70,6 +70,12 @@ TEST_CASE("argument_checker::matrix, quantized and scale: each bad field with it
   CHECK(says(matrix({x, 4, 24, 24}), "x.cols = 24 must be a multiple of 16 (NVFP4 blocks)"));
   CHECK(matrix({x, 4, 32, 16}).code == status::bad_leading_dimension);
   CHECK(matrix({x, 4, 32, 36}).code == status::bad_leading_dimension);  // not a whole number of 16-byte vectors
+  // 2^31 columns or more: a kernel's column offset (block index x block size, 32-bit) would wrap
+  // (K = 2^32 + 16 made block 2^28 write block 0's elements before this bound).
+  const std::int64_t wide = (std::int64_t{1} << 32) + 16;
+  CHECK(says(matrix({x, 1, wide, wide}), "x.cols = 4294967312 must be below 2^31 (32-bit column offsets)"));
+  CHECK(matrix({x, 1, (std::int64_t{1} << 31) - 16, std::int64_t{1} << 31}).code == status::ok);
+  CHECK(matrix({x, 1, std::int64_t{1} << 31, std::int64_t{1} << 31}).code == status::bad_shape);
   using F = fp4fuse::format::nvfp4<>;
   using L = fp4fuse::scale_layout::swizzled_128x4;
   auto* packed = static_cast<std::uint8_t*>(const_cast<void*>(fake(0x20000)));
@@ -86,6 +92,8 @@ TEST_CASE("argument_checker::matrix, quantized and scale: each bad field with it
   CHECK(quantized({packed, 16, scales, L{4, 0}}).code == status::bad_shape);
   CHECK(quantized({packed, 8, scales, L{4, 2}}).code == status::bad_leading_dimension);   // below cols / 2 = 16 bytes
   CHECK(quantized({packed, 20, scales, L{4, 2}}).code == status::bad_leading_dimension);  // not whole 8-byte blocks
+  CHECK(says(quantized({packed, std::int64_t{1} << 31, scales, L{1, std::int64_t{1} << 28}}), "out has 4294967296 columns: below 2^31 is needed"));
+  CHECK(static_cast<bool>(quantized({packed, std::int64_t{1} << 30, scales, L{1, (std::int64_t{1} << 27) - 1}})));  // 2^31 - 16 columns
   fp4fuse::argument_checker s("L");
   CHECK(static_cast<bool>(s.scale(fp4fuse::global_scale::none{})));
   CHECK(s.scale(fp4fuse::global_scale::per_tensor{nullptr}).outcome().code == status::null_pointer);

@@ -52,6 +52,10 @@ inline bool is_aligned(const void* p, std::size_t bytes) {
 /// \endcode
 class argument_checker {
  public:
+  /// The column count `matrix` and `quantized` accept: below 2^31, so that a kernel's column
+  /// offsets (a block index times the block size, in 32 bits) cannot wrap.
+  static constexpr cuda::std::int64_t column_limit = cuda::std::int64_t{1} << 31;
+
   /// A checker for the launcher `entry_point` (the first words of every sentence; kept by pointer).
   /// \code
   /// fp4fuse::argument_checker c("my_launcher");  // its sentences read "my_launcher: ..."
@@ -109,8 +113,8 @@ class argument_checker {
   }
 
   /// A row-major input/output matrix of T: data non-null and 16-byte aligned, rows >= 0,
-  /// cols >= min_cols and a multiple of `multiple` (why: `why`), ld >= cols and a whole number of
-  /// 16-byte vectors.
+  /// cols >= min_cols, below 2^31 (the kernels' column offsets are 32-bit) and a multiple of
+  /// `multiple` (why: `why`), ld >= cols and a whole number of 16-byte vectors.
   /// \code
   /// const __nv_bfloat16* d_x = nullptr;  // [M, K] in device memory
   /// fp4fuse::argument_checker c("my_launcher");
@@ -127,6 +131,8 @@ class argument_checker {
     require(m.rows >= 0, status::bad_shape, "%s.rows = %" PRId64 " must be >= 0", name, static_cast<std::int64_t>(m.rows));
     require(m.cols >= min_cols, status::bad_shape, "%s.cols = %" PRId64 " must be >= %" PRId64, name, static_cast<std::int64_t>(m.cols),
             static_cast<std::int64_t>(min_cols));
+    require(m.cols < column_limit, status::bad_shape, "%s.cols = %" PRId64 " must be below 2^31 (32-bit column offsets)", name,
+            static_cast<std::int64_t>(m.cols));
     require(m.cols % multiple == 0, status::not_multiple_of_block, "%s.cols = %" PRId64 " must be a multiple of %" PRId64 " (%s)", name,
             static_cast<std::int64_t>(m.cols), static_cast<std::int64_t>(multiple), why);
     require(m.ld >= m.cols && m.ld % detail::vec_elems<E> == 0, status::bad_leading_dimension,
@@ -136,8 +142,8 @@ class argument_checker {
   }
 
   /// A quantized matrix: packed and scales non-null, packed aligned to one block's bytes (one
-  /// store or load per block), scale columns > 0, ld_packed >= cols / 2 and a multiple of a
-  /// block's bytes.
+  /// store or load per block), scale columns > 0, cols below 2^31 (32-bit column offsets),
+  /// ld_packed >= cols / 2 and a multiple of a block's bytes.
   /// \code
   /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, fp4fuse::scale_layout::swizzled_128x4> out{nullptr, K / 2, scales, {M, K / 16}};
   /// fp4fuse::argument_checker c("my_launcher");
@@ -156,6 +162,8 @@ class argument_checker {
             static_cast<std::int64_t>(q.layout.rows));
     require(q.layout.scale_cols > 0, status::bad_shape, "%s.layout.scale_cols = %" PRId64 " must be > 0 (columns / %d)", name,
             static_cast<std::int64_t>(q.layout.scale_cols), Format::block_size);
+    require(q.cols() < column_limit, status::bad_shape, "%s has %" PRId64 " columns: below 2^31 is needed (32-bit column offsets)", name,
+            static_cast<std::int64_t>(q.cols()));
     require(q.ld_packed >= q.cols() / 2 && q.ld_packed % block_bytes == 0, status::bad_leading_dimension,
             "%s.ld_packed = %" PRId64 " bytes must be >= cols / 2 = %" PRId64 " and a multiple of %d (one %s block)", name,
             static_cast<std::int64_t>(q.ld_packed), static_cast<std::int64_t>(q.cols() / 2), block_bytes,

@@ -178,6 +178,18 @@ std::vector<bad_call> bad_calls() {
                status::misaligned_pointer, "out.data"});
   v.push_back({"dequantize: ld_packed", [&](const pointers& p) { return dq(qin{p.packed, 30, p.scales, L{M, 4}}, p.S, ov{p.out_bf16, M, K, K}); },
                status::bad_leading_dimension, "in.ld_packed = 30"});
+  // A row of 2^31 columns or more: a block's 32-bit column offset would wrap (K = 2^32 + 16 wrote
+  // block 2^28 over block 0's elements before the checker bounded the columns).
+  v.push_back({"dequantize: a row of 2^32 + 16 columns", [&](const pointers& p) {
+                 const std::int64_t wide = (std::int64_t{1} << 32) + 16;
+                 return dq(qin{p.packed, wide / 2, p.scales, L{1, wide / 16}}, p.S, ov{p.out_bf16, 1, wide, wide});
+               },
+               status::bad_shape, "in has 4294967312 columns: below 2^31 is needed"});
+  v.push_back({"quantize: a row of 2^31 columns", [&](const pointers& p) {
+                 const std::int64_t wide = std::int64_t{1} << 31;
+                 return q(mv{p.in, 1, wide, wide}, qm{p.packed, wide / 2, p.scales, L{1, wide / 16}}, p.S);
+               },
+               status::bad_shape, "in.cols = 2147483648 must be below 2^31"});
   v.push_back({"dequantize: null S", [&](const pointers& p) { return dq(qin{p.packed, K / 2, p.scales, L{M, 4}}, nullptr, ov{p.out_bf16, M, K, K}); },
                status::null_pointer, "scale.encode_scale"});
   // amax

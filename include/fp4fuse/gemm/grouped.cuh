@@ -271,9 +271,12 @@ fp4fuse::result launch(const inputs& in, index_t N, int experts, const std::int3
 /// (fp4fuse::gemm::detail::wgmma_runs_here: a private stream, outside any capture), so the call
 /// may be captured into a CUDA graph.
 /// Preconditions (each refused with a sentence, nothing written): `in.x` [rows, H] BF16 with
-/// ld == H, H a multiple of 8, 16-byte aligned; `in.w` [E, 2I, H] 16-byte aligned; `out.layout.rows`
-/// == rows, E in [1, 1024], 2I = 32 * out.layout.scale_cols; the offsets a prefix sum within
-/// [0, rows] (checked on the device: a routing that is not one traps). 0 rows: ok, no kernel; the
+/// ld == H, H a multiple of 8, 16-byte aligned, rows < 2^30 and H < 2^20; `in.w` [E, 2I, H]
+/// 16-byte aligned, E * 2I < 2^31; `in.bias` null or 8-byte aligned; `out.layout.rows` == rows,
+/// E in [1, 1024], 2I = 32 * out.layout.scale_cols; `out.packed` 8-byte aligned with ld_packed
+/// >= I / 2 and a multiple of 8, `out.scales` non-null; S non-null and 4-byte aligned; no more
+/// work units than the schedule's 32-bit count; the offsets a prefix sum within [0, rows]
+/// (checked on the device: a routing that is not one traps). 0 rows: ok, no kernel; the
 /// scale tensor is still cleared (the memset alone).
 /// `Kernels`: the kernels the call compiles, `sm90::planned_kernels` (the 4 tile shapes
 /// `plan_grouped` chooses, 8 kernels with and without a bias) or `sm90::experimental_kernels`

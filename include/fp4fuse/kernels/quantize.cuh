@@ -4,7 +4,7 @@
 /// elements) -> packed E2M1 [M, K/2] (leading dimension in bytes) + block scales in a scale layout.
 ///
 /// A warp per tile of 32 x P consecutive scale blocks of one row (P = 2 for large launches, 1 for
-/// small ones; lane l owns blocks l + 32 p, so every load and store of the warp is coalesced):
+/// small ones and for MXFP4 of floats, whose block is 128 input bytes; lane l owns blocks l + 32 p, so every load and store of the warp is coalesced):
 /// 16-byte streaming loads, the block amax and encoding in registers (detail/fast_block_encode.cuh:
 /// the codec's bits with fewer instructions), one 8- or 16-byte store per block. The grid covers
 /// the scale layout's padded extent, so every padding scale byte is written as 0x00 by the thread
@@ -42,8 +42,10 @@ namespace fp4fuse {
 /// of each block; rows that fit one CTA take one pass over the input, longer rows two, with the
 /// same bits (docs/NUMERICS.md, "Per-row global scales"). Scales go to `out.layout` (built for
 /// {M, K / block}); its padding is written as 0x00. Requirements: `in` [M, K] bf16/half/float,
-/// 16-byte aligned, K a multiple of the block size, `in.ld` a whole number of 16-byte vectors;
-/// `out` of the same shape. Everything is validated before any CUDA call; on error nothing is
+/// 16-byte aligned, K a multiple of the block size and below 2^31, `in.ld` a whole number of
+/// 16-byte vectors; `out` of the same shape (`argument_checker::quantized`: packed aligned to one
+/// block's bytes, 8 NVFP4 or 16 MXFP4, ld_packed >= K / 2 and whole blocks, scales non-null);
+/// per_row's S_r array non-null for M floats. Everything is validated before any CUDA call; on error nothing is
 /// launched or written and the result names the argument.
 /// \code
 /// using F = fp4fuse::format::nvfp4<>;

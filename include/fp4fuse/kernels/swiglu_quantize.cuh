@@ -41,12 +41,15 @@ namespace fp4fuse {
 /// value to the kernel, so runtime parameters such as alpha travel with it). Numerics: each block
 /// bit-identical to the host composition of `Activation::apply` and `block_codec<Format>::quantize`
 /// (for the fast activations, whose host `apply` differs from the device's, to the device's
-/// `apply` composed with the codec); with per_row, S_r = nvfp4_global_encode_scale(max |h| over
+/// `apply` composed with the codec; for `recipe::vllm`, to the device codec, whose rcp.approx
+/// multiplier is not the host's, as in `quantize`); with per_row, S_r = nvfp4_global_encode_scale(max |h| over
 /// the row, NaN ignored) of the activated (and per `Intermediate` rounded) values h, rows that fit
 /// one CTA in one pass over the input, longer rows in two with the same bits (docs/NUMERICS.md,
 /// "Per-row global scales"). Requirements: `gate_up` [M, 2I] (16-byte aligned, ld a whole number of
-/// 16-byte vectors), `out` [M, I], I a multiple of the block size and of G. Validated before any
-/// CUDA call; on error nothing is launched or written.
+/// 16-byte vectors), `out` [M, I] (`argument_checker::quantized`: packed aligned to one block's
+/// bytes, ld_packed >= I / 2 and whole blocks, scales non-null), I a multiple of the block size
+/// and of G, fewer than 2^31 columns; per_row's S_r array non-null for M floats. Validated before
+/// any CUDA call; on error nothing is launched or written.
 /// \code
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
 /// const fp4fuse::matrix_view<const __nv_bfloat16> gu{gate_up, M, 2 * I, 2 * I};
