@@ -1,6 +1,6 @@
 /* fp4fuse_c.h: the C ABI of fp4fuse's device functions, as linked into CuTe DSL and Triton kernels
- * from LLVM bitcode (fp4fuse_sm90a.bc, fp4fuse_sm100a.bc, fp4fuse_sm120a.bc: the same symbols, the
- * software E2M1 path and the hardware `cvt` path). Every function is a thin wrapper over one
+ * from LLVM bitcode (fp4fuse_sm80.bc, fp4fuse_sm90a.bc, fp4fuse_sm100a.bc, fp4fuse_sm120a.bc: the
+ * same symbols; the software E2M1 path below sm_100, the hardware `cvt` path on sm_100a/sm_120a). Every function is a thin wrapper over one
  * instantiation of the library's templates (fp4fuse_c.cu): the bits are the library's.
  *
  * Conventions
@@ -8,7 +8,8 @@
  *   pointer is inlined away). Pointer arguments must not be null unless documented.
  * - A packed word holds 8 E2M1 nibbles, element i in bits 4i+3..4i (the library's packed order).
  * - Scale codes are returned in the low 8 bits of a uint32_t (elementwise) or stored as uint8_t.
- * - S is NVFP4's global encode scale (fp4fuse_nvfp4_global_encode_scale of the tensor amax).
+ * - S is NVFP4's global encode scale (fp4fuse_nvfp4_global_encode_scale of the tensor amax):
+ *   finite and > 0, as fp4fuse::block_codec requires (the S function returns such a value).
  * - Activations use the library's default parameters (clamped: alpha 1.702, limit 7).
  *
  * Row form (one thread's gate/up values -> whole quantized blocks, no data exchanged between
@@ -18,8 +19,12 @@
  *   fp4fuse_row_<act>_<format>_<recipe>_sep_o<Out>(gate[Out], up[Out], gate_bias, up_bias, bias_count, [S,] packed, scales, amax)
  *     gate and up in separate arrays (gate_up::separate).
  *   bias (gate_bias, up_bias) may be null (no bias); otherwise value i is read for i < bias_count
- *   only (columns past the matrix); *amax receives the segment's max |act| with NaN ignored
- *   (quantized_row::amax(), the partial of the output amax). B = 16 (NVFP4) or 32 (MXFP4).
+ *   only (columns past the matrix). i8: bias holds the gate/up columns in acc's order (interleaved
+ *   by 8) from the segment's first column, so a thread whose segment starts at gate/up column c of
+ *   the matrix passes bias + c and bias_count - c; sep: gate_bias[j], up_bias[j] for output j of
+ *   the segment. *amax receives the segment's max |act| over all Out outputs, those past the
+ *   matrix included (their acc values count), with NaN ignored (quantized_row::amax(), the
+ *   partial of the output amax). B = 16 (NVFP4) or 32 (MXFP4).
  */
 #ifndef FP4FUSE_C_H
 #define FP4FUSE_C_H

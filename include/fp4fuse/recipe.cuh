@@ -20,9 +20,9 @@ struct te_exact {};
 /// vLLM's NVFP4 recipe (also TensorRT-LLM's and flashinfer's default): scale byte
 /// e4m3(S * (amax * rcp(6))), multiplier sf == 0 ? 0 : rcp(sf * rcp(S)). On the device `rcp` is
 /// `rcp.approx.ftz.f32` as in vLLM; on the host it is IEEE 1/x. rcp(6) and the block scale are
-/// identical on both; the multiplier can differ in its last bit (through rcp(S) and the final
-/// rcp), which changes an element's code only where x * multiplier lies within an ulp of an E2M1
-/// rounding boundary.
+/// identical on both; the multiplier can differ by up to 3 ulp (rcp.approx applied twice: rcp(S)
+/// and the final rcp; 3 seen on the H200, docs/NUMERICS.md), which changes an element's code only
+/// where x * multiplier lies within those ulps of an E2M1 rounding boundary.
 struct vllm {};
 
 /// OCP Microscaling v1.0 MXFP4: scale 2^(floor(log2(amax)) - 2) (E2M1's emax is 2), values

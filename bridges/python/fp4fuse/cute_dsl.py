@@ -162,6 +162,42 @@ def _to_ptr(x):
     return x
 
 
+def _elements_needed(name, pname):
+    """How many elements the symbol reads or writes through pointer `pname` (None: not fixed, a
+    bias array in global memory, read below bias_count)."""
+    block = 32 if "_mxfp4_" in name else 16
+    m = re.search(r"_o(\d+)$", name)
+    if m:  # the row form
+        out = int(m.group(1))
+        return {"acc": 2 * out, "gate": out, "up": out, "packed": out // 8, "scales": out // block, "amax": 1}.get(pname)
+    return {"x": block, "packed": block // 8, "scale": 1, "scales": 1, "amax": 1}.get(pname)
+
+
+def _check_tensor(name, ctype, pname, x):
+    """A cute.Tensor passed for pointer `pname`: its element type must be what the C parameter
+    points to (float: Float32; uint32_t: a 32-bit integer; uint8_t: an 8-bit integer) and, where
+    its size is static, it must hold what the symbol reads or writes. Raises at trace time: the
+    symbol would otherwise read or write past the fragment (undefined in registers), silently."""
+    et = getattr(x, "element_type", None)
+    if et is None:
+        return  # a Pointer or an !llvm.ptr: nothing to check
+    base = ctype.replace("const ", "").rstrip("*").strip()
+    want_width, want_float = {"float": (32, True), "uint32_t": (32, False), "uint8_t": (8, False)}[base]
+    short = name[len("fp4fuse_"):]
+    if getattr(et, "width", None) != want_width or bool(getattr(et, "is_float", False)) != want_float:
+        kind = "Float32" if want_float else f"a {want_width}-bit integer type"
+        raise TypeError(f"fp4fuse.cute_dsl.{short}: {pname} points to {base}, so its tensor must hold {kind}, not {et}")
+    need = _elements_needed(name, pname)
+    if need is None:
+        return
+    try:
+        have = cute.size(x)
+    except Exception:  # pragma: no cover: a layout the DSL cannot size here
+        return
+    if isinstance(have, int) and have < need:
+        raise ValueError(f"fp4fuse.cute_dsl.{short}: {pname} must hold at least {need} elements, this tensor has {have}")
+
+
 def _scalar(ctype, v):
     t = _CTYPES[ctype]
     if isinstance(v, t):
@@ -176,6 +212,9 @@ def _make(name):
     def call(*args):
         if len(args) != len(params):
             raise TypeError(f"fp4fuse.cute_dsl.{short} takes {len(params)} arguments ({', '.join(p for _, p in params)}), got {len(args)}")
+        for (t, p), a in zip(params, args):
+            if t.endswith("*"):
+                _check_tensor(name, t, p, a)
         conv = [(_to_ptr(a) if t.endswith("*") else _scalar(t, a)) for (t, _), a in zip(params, args)]
         r = _handler(name, _select_target(name))(*conv)
         if ret == "void":
@@ -219,7 +258,8 @@ def swiglu_quantize_row(gate_up, packed, scales, amax, *, out, up=None, activati
     """The fused row form (`fp4fuse::row_epilogue` with `sink::hand_back`): `out` output columns (NVFP4: 16 or 32,
     MXFP4: 32 or 64) from one thread's gate/up values -> whole quantized blocks and the amax partial.
     `up=None`: `gate_up` holds 2*out values interleaved by 8; else `gate_up` is the gate and `up` the
-    up values (out each). Bias pointers are optional (None: no bias; read below bias_count only)."""
+    up values (out each). Bias pointers are optional (None: no bias; read below bias_count only, so a
+    bias needs a bias_count > 0; `up_bias` only with `up`)."""
     if activation not in _ACTS:
         raise ValueError(f"fp4fuse.cute_dsl.swiglu_quantize_row: activation must be one of {_ACTS}, got {activation!r}")
     fmt = "nvfp4" if recipe in _NV_RECIPES else "mxfp4" if recipe in _MX_RECIPES else None
@@ -227,6 +267,12 @@ def swiglu_quantize_row(gate_up, packed, scales, amax, *, out, up=None, activati
         raise ValueError(f"fp4fuse.cute_dsl.swiglu_quantize_row: recipe must be one of {_NV_RECIPES + _MX_RECIPES}, got {recipe!r}")
     if (fmt == "nvfp4") != (S is not None):
         raise TypeError(f"fp4fuse.cute_dsl.swiglu_quantize_row: S is {'required' if fmt == 'nvfp4' else 'not taken'} for {fmt}")
+    if up is None and up_bias is not None:
+        raise TypeError("fp4fuse.cute_dsl.swiglu_quantize_row: up_bias is for separate gate and up arrays (pass up=...); "
+                        "with gate/up interleaved in gate_up, `bias` holds both halves")
+    if (bias is not None or up_bias is not None) and isinstance(bias_count, int) and bias_count <= 0:
+        raise ValueError("fp4fuse.cute_dsl.swiglu_quantize_row: a bias is given but bias_count is 0, so no bias value would be read; "
+                         "pass bias_count (the bias values from the segment's first column that lie inside the matrix)")
     layout = "i8" if up is None else "sep"
     name = f"fp4fuse_row_{activation}_{fmt}_{recipe}_{layout}_o{out}"
     if name not in FUNCTIONS:

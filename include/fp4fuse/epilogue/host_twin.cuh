@@ -18,8 +18,11 @@
 /// The quad collectives of the mma form are emulated lane by lane (a block's amax is the codec's
 /// `combine_amax` of its four lanes' partial maxima, then each lane encodes its own values with the
 /// block's multiplier; NVFP4 and MXFP4), the row form is its own host twin (`row_epilogue` is
-/// `__host__ __device__`). Bit-identical to the device forms for every recipe whose scale is
-/// (te_exact, MXFP4; vllm's multiplier may differ by its `rcp.approx`, see nvfp4.cuh). Tests:
+/// `__host__ __device__`). Bit-identical to the device forms for te_exact and both MXFP4 recipes
+/// with the exact activations; two exceptions: vllm's multiplier may differ by its `rcp.approx`
+/// (nvfp4.cuh), and the fast activations (`swiglu_fast`, `swiglu_clamped_fast`) compute a
+/// different activation on the host (`std::exp2` against `ex2.approx`, activation.cuh), so their
+/// codes may differ wherever the activations do. Tests:
 /// tests/epilogue/host_twin.cu (against the host block_codec), and on the GPU
 /// tests/gemm/dense.cu (the example's fused kernels against the twin).
 #include <cuda_bf16.h>

@@ -84,8 +84,9 @@ struct direct {
   quantized_matrix<Format, Layout> out;
 };
 
-/// The packed bytes staged in shared memory and copied to `out` by `cp.async.bulk` (sm_90+; traps
-/// elsewhere); scale bytes stored directly. `staging`: 16-byte aligned shared memory of the
+/// The packed bytes staged in shared memory and copied to `out` by `cp.async.bulk` (sm_90+; a copy
+/// traps elsewhere, and a row-form segment of a single NVFP4 block, which needs no copy, is stored
+/// directly there); scale bytes stored directly. `staging`: 16-byte aligned shared memory of the
 /// adapter's scope, not shared with another one: a thread's Blocks * block_size / 2 bytes (row
 /// form), a warp's 32 * Tiles bytes (mma.sync form) or a warpgroup's 32 * Registers bytes (wgmma
 /// form). Packed rows and the tile's first packed byte 16-byte aligned.

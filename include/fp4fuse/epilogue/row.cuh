@@ -189,8 +189,10 @@ FP4FUSE_HOST_DEVICE auto finish_row(const Op& op, tile_origin origin, const quan
 /// \return `quantized_row<Format, N / 2 / block_size>` for `sink::hand_back`, else nothing.
 /// Bounds and padding (direct, staged): packed bytes for rows < out.rows() and blocks <
 /// out.layout.scale_cols; scale bytes for rows < padded_rows() and blocks < padded_cols(), 0x00 in
-/// the padding. Packed rows aligned to the block's bytes (16 bytes for staged; each thread's
-/// `staging`: N / 4 bytes of its own). Numerics: exactly `codec.quantize` per block; the block
+/// the padding. Packed rows aligned to the block's bytes; staged: the segment's first packed byte
+/// (row start + origin.gate_up_col / 4) 16-byte aligned too, as `cp.async.bulk` needs (with NVFP4
+/// and N >= 64 an origin that is a multiple of 64, not only of 32), and each thread's `staging`:
+/// N / 4 bytes of its own. Numerics: exactly `codec.quantize` per block; the block
 /// order is the output column order.
 /// \code
 /// __device__ void epilogue(const float (&acc)[64], std::int64_t m0, std::int64_t n0, const float* d_S,

@@ -500,6 +500,8 @@ FP4FUSE_DEVICE auto mma_run(const Op& op, const float (&acc)[Tiles][4], tile_ori
 /// A layout needs `offset`, `padded_rows` and `padded_cols`; with `row_offset` and `col_offset` as
 /// well (both fp4fuse layouts) the row's part of the offset is computed once per row. Staged:
 /// `sink::staged::staging` holds `mma_staging_bytes<Tiles>` bytes, NVFP4 Tiles a multiple of 8.
+/// Packed output: one 8-byte (NVFP4) or 16-byte (MXFP4) store per block, so `out.packed` and
+/// `out.ld_packed` are multiples of 8 (NVFP4) or 16 (MXFP4).
 /// Bias: added by `mma_add_bias` (`column_bias::data` 8-byte aligned, `count` even).
 ///
 /// How: per row, the quad's four lanes take four blocks at a time; each lane reduces its block's

@@ -160,6 +160,7 @@ def scale_offsets(srows, k, scale_ld, LAYOUT: tl.constexpr):
     SWIZZLED_128X4 with scale_ld = K' (padded scale columns): the 128x4 swizzle, (m/128)(K'/4)512 +
     (k/4)512 + (m%32)16 + ((m%128)/32)4 + k%4; for a grouped layout srows = the expert's start row
     (a multiple of 128) + the row within the expert."""
+    tl.static_assert(LAYOUT == 0 or LAYOUT == 1, "fp4fuse.triton_ext: LAYOUT must be LINEAR or SWIZZLED_128X4")
     m = srows.to(tl.int64)[:, None]
     kk = k.to(tl.int64)[None, :]
     if LAYOUT == 0:
@@ -210,8 +211,10 @@ def swiglu_store_quantized(gate, up, S, rows, row_mask, n0, I, packed_ptr, packe
 def store_quantized_dense(h, S, m0, n0, M, I, packed_ptr, scale_ptr, FORMAT: tl.constexpr, LAYOUT: tl.constexpr):
     """`store_quantized` for one dense [M, I] matrix: packed [M, I/2] bytes (row-major, no gaps),
     scales [M][I/B] (LINEAR) or [round_up(M,128)/128][K'/4][512] (SWIZZLED_128X4, K' =
-    round_up(I/B, 4)). Tiles at (m0, n0); a grid covering the padded extent (round_up(M, 128) rows,
-    K' B columns for the swizzled layout) writes every padding byte too."""
+    round_up(I/B, 4)). I a multiple of the block size B (16 NVFP4, 32 MXFP4). Tiles at (m0, n0); a
+    grid covering the padded extent (round_up(M, 128) rows, K' B columns for the swizzled layout)
+    writes every padding byte too."""
+    tl.static_assert(LAYOUT == 0 or LAYOUT == 1, "fp4fuse.triton_ext: LAYOUT must be LINEAR or SWIZZLED_128X4")
     BM: tl.constexpr = h.shape[0]
     B: tl.constexpr = 16 if FORMAT <= 1 else 32
     rows = m0 + tl.arange(0, BM)
