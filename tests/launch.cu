@@ -73,7 +73,12 @@ TEST_CASE("argument_checker::matrix, quantized and scale: each bad field with it
   // 2^31 columns or more: a kernel's column offset (block index x block size, 32-bit) would wrap
   // (K = 2^32 + 16 made block 2^28 write block 0's elements before this bound).
   const std::int64_t wide = (std::int64_t{1} << 32) + 16;
-  CHECK(says(matrix({x, 1, wide, wide}), "x.cols = 4294967312 must be below 2^31 (32-bit column offsets)"));
+  CHECK(says(matrix({x, 1, wide, wide}), "x.cols = 4294967312 must be below 2147483648 (the kernel's 32-bit column offsets)"));
+  {  // a kernel with 64-bit column offsets (amax) passes no_column_limit
+    fp4fuse::argument_checker c("L");
+    CHECK(static_cast<bool>(c.matrix(fp4fuse::matrix_view<const bf16>{x, 1, wide, wide}, "x", 16, 16, "NVFP4 blocks",
+                                     fp4fuse::argument_checker::no_column_limit)));
+  }
   CHECK(matrix({x, 1, (std::int64_t{1} << 31) - 16, std::int64_t{1} << 31}).code == status::ok);
   CHECK(matrix({x, 1, std::int64_t{1} << 31, std::int64_t{1} << 31}).code == status::bad_shape);
   using F = fp4fuse::format::nvfp4<>;

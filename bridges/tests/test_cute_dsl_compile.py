@@ -110,10 +110,10 @@ def worker(arch, mode):
             msgs[mode] = str(e)
         print(json.dumps(msgs))
         return 0
-    if mode in ("bias_no_count", "up_bias_no_up", "wrong_dtype", "short_frag"):
+    if mode in ("bias_no_count", "up_bias_no_up", "wrong_dtype", "short_frag", "byte_types"):
         # arguments the symbols would misread silently: refused while the kernel is traced
         import cutlass
-        from cutlass import BFloat16, Float32, Uint8, Uint32
+        from cutlass import BFloat16, Float8E4M3FN, Float32, Int32, Uint8, Uint32
 
         n_acc = 16 if mode == "short_frag" else 32
         bias_given = mode == "bias_no_count"
@@ -130,6 +130,14 @@ def worker(arch, mode):
                 for j in range(16):
                     x[j] = BFloat16(y[j])
                 f4m.FUNCTIONS["fp4fuse_nvfp4_te_exact_quantize"](x, Float32(1.0), packed, scales)
+            elif cutlass.const_expr(mode == "byte_types"):
+                # packed words and scale bytes in other types of the same bits: accepted
+                x = rmem(cute.make_layout(16), Float32)
+                for j in range(16):
+                    x[j] = y[j]
+                words, sf = rmem(cute.make_layout(2), Int32), rmem(cute.make_layout(1), Float8E4M3FN)
+                f4m.FUNCTIONS["fp4fuse_nvfp4_te_exact_quantize"](x, Float32(1.0), words, sf)
+                amax[0] = Float32(words[0])
             elif cutlass.const_expr(mode == "up_bias_no_up"):
                 f4m.swiglu_quantize_row(acc, packed, scales, amax, out=16, S=Float32(1.0), up_bias=y.iterator, bias_count=32)
             else:
@@ -228,9 +236,12 @@ def main():
             print(f"{arch}: the docs/CUTE_DSL.md epilogue example compiles (no call, e2m1 cvt {out['e2m1_cvt']})")
     expect = {"wrong_target": ("sm100a", "sm_90a"), "missing_file": ("fp4fuse_sm90a.bc", "FP4FUSE_BITCODE_DIR"),
               "bad_args": ("e2m1x8", "takes 8 arguments"), "old_dsl": ("supports nvidia-cutlass-dsl", "this is 4.2.0"),
-              "bias_no_count": ("swiglu_quantize_row", "bias_count is 0"), "up_bias_no_up": ("up_bias", "pass up="),
+              "bias_no_count": ("swiglu_quantize_row", "without bias_count"), "up_bias_no_up": ("up_bias", "pass up="),
               "wrong_dtype": ("nvfp4_te_exact_quantize: x points to float", "Float32, not BFloat16"),
-              "short_frag": ("row_swiglu_nvfp4_te_exact_i8_o16: acc must hold at least 32 elements", "this tensor has 16")}
+              "short_frag": ("row_swiglu_nvfp4_te_exact_i8_o16: acc must hold at least 32 float values", "this tensor has 16 x 32 bits")}
+    out = finish(start("sm_90a", "byte_types"), "sm_90a", "byte_types")
+    check(out is not None and out.get("byte_types") is None,
+          f"byte_types: Int32 packed words and Float8E4M3FN scale bytes were refused: {out}")
     for mode, words in expect.items():
         out = finish(start("sm_90a", mode), "sm_90a", mode)
         msg = (out or {}).get(mode)

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cuda/std/cstdint>
+#include <cuda/std/limits>
 #include <cuda/std/type_traits>
 
 #include <cinttypes>
@@ -52,9 +53,11 @@ inline bool is_aligned(const void* p, std::size_t bytes) {
 /// \endcode
 class argument_checker {
  public:
-  /// The column count `matrix` and `quantized` accept: below 2^31, so that a kernel's column
-  /// offsets (a block index times the block size, in 32 bits) cannot wrap.
+  /// The column count `matrix` (by default) and `quantized` accept: below 2^31, so that a
+  /// kernel's column offsets (a block index times the block size, in 32 bits) cannot wrap.
   static constexpr cuda::std::int64_t column_limit = cuda::std::int64_t{1} << 31;
+  /// `matrix`'s `max_cols` for a kernel whose column offsets are 64-bit (`amax`).
+  static constexpr cuda::std::int64_t no_column_limit = cuda::std::numeric_limits<cuda::std::int64_t>::max();
 
   /// A checker for the launcher `entry_point` (the first words of every sentence; kept by pointer).
   /// \code
@@ -113,8 +116,9 @@ class argument_checker {
   }
 
   /// A row-major input/output matrix of T: data non-null and 16-byte aligned, rows >= 0,
-  /// cols >= min_cols, below 2^31 (the kernels' column offsets are 32-bit) and a multiple of
-  /// `multiple` (why: `why`), ld >= cols and a whole number of 16-byte vectors.
+  /// cols >= min_cols, below `max_cols` (default `column_limit`, 2^31: the kernels' 32-bit column
+  /// offsets) and a multiple of `multiple` (why: `why`), ld >= cols and a whole number of 16-byte
+  /// vectors.
   /// \code
   /// const __nv_bfloat16* d_x = nullptr;  // [M, K] in device memory
   /// fp4fuse::argument_checker c("my_launcher");
@@ -122,7 +126,8 @@ class argument_checker {
   /// // K = 24 would read "my_launcher: x.cols = 24 must be a multiple of 16 (NVFP4 blocks)"
   /// \endcode
   template <class T>
-  argument_checker& matrix(const matrix_view<T>& m, const char* name, cuda::std::int64_t min_cols, cuda::std::int64_t multiple, const char* why) {
+  argument_checker& matrix(const matrix_view<T>& m, const char* name, cuda::std::int64_t min_cols, cuda::std::int64_t multiple, const char* why,
+                           cuda::std::int64_t max_cols = column_limit) {
     using E = cuda::std::remove_const_t<T>;
     char field[64];
     std::snprintf(field, sizeof field, "%s.data", name);
@@ -131,8 +136,8 @@ class argument_checker {
     require(m.rows >= 0, status::bad_shape, "%s.rows = %" PRId64 " must be >= 0", name, static_cast<std::int64_t>(m.rows));
     require(m.cols >= min_cols, status::bad_shape, "%s.cols = %" PRId64 " must be >= %" PRId64, name, static_cast<std::int64_t>(m.cols),
             static_cast<std::int64_t>(min_cols));
-    require(m.cols < column_limit, status::bad_shape, "%s.cols = %" PRId64 " must be below 2^31 (32-bit column offsets)", name,
-            static_cast<std::int64_t>(m.cols));
+    require(m.cols < max_cols, status::bad_shape, "%s.cols = %" PRId64 " must be below %" PRId64 " (the kernel's 32-bit column offsets)",
+            name, static_cast<std::int64_t>(m.cols), static_cast<std::int64_t>(max_cols));
     require(m.cols % multiple == 0, status::not_multiple_of_block, "%s.cols = %" PRId64 " must be a multiple of %" PRId64 " (%s)", name,
             static_cast<std::int64_t>(m.cols), static_cast<std::int64_t>(multiple), why);
     require(m.ld >= m.cols && m.ld % detail::vec_elems<E> == 0, status::bad_leading_dimension,

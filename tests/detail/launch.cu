@@ -189,7 +189,7 @@ std::vector<bad_call> bad_calls() {
                  const std::int64_t wide = std::int64_t{1} << 31;
                  return q(mv{p.in, 1, wide, wide}, qm{p.packed, wide / 2, p.scales, L{1, wide / 16}}, p.S);
                },
-               status::bad_shape, "in.cols = 2147483648 must be below 2^31"});
+               status::bad_shape, "in.cols = 2147483648 must be below 2147483648 (the kernel's 32-bit column offsets)"});
   v.push_back({"dequantize: null S", [&](const pointers& p) { return dq(qin{p.packed, K / 2, p.scales, L{M, 4}}, nullptr, ov{p.out_bf16, M, K, K}); },
                status::null_pointer, "scale.encode_scale"});
   // amax

@@ -174,28 +174,31 @@ def _elements_needed(name, pname):
 
 
 def _check_tensor(name, ctype, pname, x):
-    """A cute.Tensor passed for pointer `pname`: its element type must be what the C parameter
-    points to (float: Float32; uint32_t: a 32-bit integer; uint8_t: an 8-bit integer) and, where
-    its size is static, it must hold what the symbol reads or writes. Raises at trace time: the
-    symbol would otherwise read or write past the fragment (undefined in registers), silently."""
+    """A cute.Tensor passed for pointer `pname`: a `float*` parameter's tensor must hold Float32
+    (the symbol computes with the values); a `uint32_t*` or `uint8_t*` one may hold any element
+    type (packed words or scale bytes typed Int32, Uint8, Float8E4M3FN, Float4E2M1FN, ...: only
+    the bits count). Where its size is static it must hold the bits the symbol reads or writes.
+    Raises at trace time: the symbol would otherwise read or write past the fragment (undefined
+    in registers) or compute with misread values, silently."""
     et = getattr(x, "element_type", None)
     if et is None:
         return  # a Pointer or an !llvm.ptr: nothing to check
     base = ctype.replace("const ", "").rstrip("*").strip()
-    want_width, want_float = {"float": (32, True), "uint32_t": (32, False), "uint8_t": (8, False)}[base]
     short = name[len("fp4fuse_"):]
-    if getattr(et, "width", None) != want_width or bool(getattr(et, "is_float", False)) != want_float:
-        kind = "Float32" if want_float else f"a {want_width}-bit integer type"
-        raise TypeError(f"fp4fuse.cute_dsl.{short}: {pname} points to {base}, so its tensor must hold {kind}, not {et}")
+    width = getattr(et, "width", None)
+    if base == "float" and (width != 32 or not getattr(et, "is_float", False)):
+        raise TypeError(f"fp4fuse.cute_dsl.{short}: {pname} points to float, so its tensor must hold Float32, not {et}")
     need = _elements_needed(name, pname)
-    if need is None:
+    if need is None or not isinstance(width, int):
         return
     try:
         have = cute.size(x)
     except Exception:  # pragma: no cover: a layout the DSL cannot size here
         return
-    if isinstance(have, int) and have < need:
-        raise ValueError(f"fp4fuse.cute_dsl.{short}: {pname} must hold at least {need} elements, this tensor has {have}")
+    base_bits = {"float": 32, "uint32_t": 32, "uint8_t": 8}[base]
+    if isinstance(have, int) and have * width < need * base_bits:
+        raise ValueError(f"fp4fuse.cute_dsl.{short}: {pname} must hold at least {need} {base} values ({need * base_bits} bits), "
+                         f"this tensor has {have} x {width} bits")
 
 
 def _scalar(ctype, v):
@@ -254,12 +257,12 @@ def quantize_block(x, packed, scale, *, recipe="te_exact", S=None):
 
 
 def swiglu_quantize_row(gate_up, packed, scales, amax, *, out, up=None, activation="swiglu", recipe="te_exact", S=None,
-                        bias=None, up_bias=None, bias_count=0):
+                        bias=None, up_bias=None, bias_count=None):
     """The fused row form (`fp4fuse::row_epilogue` with `sink::hand_back`): `out` output columns (NVFP4: 16 or 32,
     MXFP4: 32 or 64) from one thread's gate/up values -> whole quantized blocks and the amax partial.
     `up=None`: `gate_up` holds 2*out values interleaved by 8; else `gate_up` is the gate and `up` the
-    up values (out each). Bias pointers are optional (None: no bias; read below bias_count only, so a
-    bias needs a bias_count > 0; `up_bias` only with `up`)."""
+    up values (out each). Bias pointers are optional (None: no bias); a bias needs `bias_count` (its
+    values are read below bias_count only: fp4fuse_c.h), and `up_bias` needs `up`."""
     if activation not in _ACTS:
         raise ValueError(f"fp4fuse.cute_dsl.swiglu_quantize_row: activation must be one of {_ACTS}, got {activation!r}")
     fmt = "nvfp4" if recipe in _NV_RECIPES else "mxfp4" if recipe in _MX_RECIPES else None
@@ -270,9 +273,11 @@ def swiglu_quantize_row(gate_up, packed, scales, amax, *, out, up=None, activati
     if up is None and up_bias is not None:
         raise TypeError("fp4fuse.cute_dsl.swiglu_quantize_row: up_bias is for separate gate and up arrays (pass up=...); "
                         "with gate/up interleaved in gate_up, `bias` holds both halves")
-    if (bias is not None or up_bias is not None) and isinstance(bias_count, int) and bias_count <= 0:
-        raise ValueError("fp4fuse.cute_dsl.swiglu_quantize_row: a bias is given but bias_count is 0, so no bias value would be read; "
-                         "pass bias_count (the bias values from the segment's first column that lie inside the matrix)")
+    if bias is None and up_bias is None:
+        bias_count = 0 if bias_count is None else bias_count
+    elif bias_count is None:
+        raise ValueError("fp4fuse.cute_dsl.swiglu_quantize_row: a bias is given without bias_count, so no bias value would be read; "
+                         "pass bias_count (how many bias values from the segment's first column lie inside the matrix)")
     layout = "i8" if up is None else "sep"
     name = f"fp4fuse_row_{activation}_{fmt}_{recipe}_{layout}_o{out}"
     if name not in FUNCTIONS:

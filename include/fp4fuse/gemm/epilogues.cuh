@@ -96,7 +96,7 @@ inline void check_bf16_pairs(fp4fuse::argument_checker& c, const fp4fuse::matrix
 /// `name` names the output (e.g. "store_bf16.out").
 /// \code
 /// fp4fuse::argument_checker c("my_gemm");
-/// fp4fuse::gemm::check_extent(c, 100, 256, 128, 256, "out");  // "my_gemm: out is [100, 256]: the GEMM writes [128, 256] (M = 128 rows ...)"
+/// fp4fuse::gemm::check_extent(c, 100, 256, 128, 256, "out");  // "my_gemm: out is [100, 256]: the GEMM writes [128, 256] (M rows; ...)"
 /// \endcode
 inline void check_extent(fp4fuse::argument_checker& c, long long rows, long long cols, long long want_rows, long long want_cols, const char* name) {
   c.require(rows == want_rows && cols == want_cols, fp4fuse::status::bad_shape,

@@ -45,7 +45,9 @@ result amax(const matrix_view<T>& in, float* amax, const Scale& scale, NanPolicy
                 "fp4fuse::amax: the option must be nan_policy::ignore{} or nan_policy::propagate{}");
   constexpr int V = detail::vec_elems<E>;
   argument_checker c("fp4fuse::amax");
-  c.matrix(in, "in", 0, V, V == 8 ? "16-byte vectors of 8 bf16/half elements" : "16-byte vectors of 4 floats");
+  // 64-bit offsets in the kernel: no column bound beyond the vector count's below.
+  c.matrix(in, "in", 0, V, V == 8 ? "16-byte vectors of 8 bf16/half elements" : "16-byte vectors of 4 floats",
+           argument_checker::no_column_limit);
   c.not_null(amax, "amax");
   c.aligned(amax, 4, "amax", "a float");
   c.scale(scale);
