@@ -45,8 +45,9 @@ namespace fp4fuse {
 /// 16-byte aligned, K a multiple of the block size and below 2^31, `in.ld` a whole number of
 /// 16-byte vectors; `out` of the same shape (`argument_checker::quantized`: packed aligned to one
 /// block's bytes, 8 NVFP4 or 16 MXFP4, ld_packed >= K / 2 and whole blocks, scales non-null);
-/// per_row's S_r array non-null for M floats. Everything is validated before any CUDA call; on error nothing is
-/// launched or written and the result names the argument.
+/// per_row's S_r array non-null and 4-byte aligned, M floats; the grid's threads (and per_row's
+/// padded rows, a CTA each) below 2^31 - 256. Everything is validated before any CUDA call; on
+/// error nothing is launched or written and the result names the argument.
 /// \code
 /// using F = fp4fuse::format::nvfp4<>;
 /// using L = fp4fuse::scale_layout::swizzled_128x4;

@@ -48,7 +48,8 @@ namespace fp4fuse {
 /// "Per-row global scales"). Requirements: `gate_up` [M, 2I] (16-byte aligned, ld a whole number of
 /// 16-byte vectors), `out` [M, I] (`argument_checker::quantized`: packed aligned to one block's
 /// bytes, ld_packed >= I / 2 and whole blocks, scales non-null), I a multiple of the block size
-/// and of G, fewer than 2^31 columns; per_row's S_r array non-null for M floats. Validated before
+/// and of G, 2I below 2^31; per_row's S_r array non-null and 4-byte aligned, M floats; the grid's
+/// threads (and per_row's padded rows, a CTA each) below 2^31 - 256. Validated before
 /// any CUDA call; on error nothing is launched or written.
 /// \code
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
