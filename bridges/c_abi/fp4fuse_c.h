@@ -1,7 +1,8 @@
 /* fp4fuse_c.h: the C ABI of fp4fuse's device functions, as linked into CuTe DSL and Triton kernels
  * from LLVM bitcode (fp4fuse_sm80.bc, fp4fuse_sm90a.bc, fp4fuse_sm100a.bc, fp4fuse_sm120a.bc: the
- * same symbols; the software E2M1 path below sm_100, the hardware `cvt` path on sm_100a/sm_120a). Every function is a thin wrapper over one
- * instantiation of the library's templates (fp4fuse_c.cu): the bits are the library's.
+ * same symbols; the software E2M1 path below sm_100, the hardware `cvt` path on sm_100a/sm_120a).
+ * Every function is a thin wrapper over one instantiation of the library's templates
+ * (fp4fuse_c.cu): the bits are the library's.
  *
  * Conventions
  * - Scalars are passed flat; arrays by pointer (any address space; a DSL register fragment's

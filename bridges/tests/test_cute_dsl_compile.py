@@ -15,6 +15,21 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def compile_error(kernel, tensor):
+    """The sentence that compiling a one-thread launch of `kernel(tensor)` raises; None if it compiles."""
+    import cutlass.cute as cute
+
+    @cute.jit
+    def host(y: cute.Tensor):
+        kernel(y).launch(grid=[1, 1, 1], block=[1, 1, 1])
+
+    try:
+        cute.compile(host, tensor)
+        return None
+    except Exception as e:
+        return str(e)
+
+
 def worker(arch, mode):
     import cutlass.cute as cute
     import cute_harness as h
@@ -99,15 +114,7 @@ def worker(arch, mode):
         def k(y: cute.Tensor):
             y[0] = f4m.e2m1x8(cutlass.Float32(1.0))
 
-        @cute.jit
-        def host1(y: cute.Tensor):
-            k(y).launch(grid=[1, 1, 1], block=[1, 1, 1])
-
-        try:
-            cute.compile(host1, cute.runtime.make_fake_compact_tensor(cutlass.Uint32, (4,)))
-            msgs[mode] = None
-        except Exception as e:
-            msgs[mode] = str(e)
+        msgs[mode] = compile_error(k, cute.runtime.make_fake_compact_tensor(cutlass.Uint32, (4,)))
         print(json.dumps(msgs))
         return 0
     if mode in ("bias_no_count", "up_bias_no_up", "wrong_dtype", "short_frag", "byte_types"):
@@ -145,15 +152,7 @@ def worker(arch, mode):
                                         bias=(y.iterator if cutlass.const_expr(bias_given) else None))
             y[0] = amax[0]
 
-        @cute.jit
-        def host2(y: cute.Tensor):
-            k2(y).launch(grid=[1, 1, 1], block=[1, 1, 1])
-
-        try:
-            cute.compile(host2, cute.runtime.make_fake_compact_tensor(cutlass.Float32, (64,)))
-            msgs[mode] = None
-        except Exception as e:
-            msgs[mode] = str(e)
+        msgs[mode] = compile_error(k2, cute.runtime.make_fake_compact_tensor(cutlass.Float32, (64,)))
         print(json.dumps(msgs))
         return 0
     try:

@@ -146,8 +146,7 @@ inline engine resolve(engine e) {
 /// `check`: the output's extent M x N, or M x N / 2 after SwiGLU with N a multiple of 16, 32 for
 /// NVFP4; the BF16 epilogues' data non-null and 4-byte aligned, cols even, ld even and >= cols;
 /// the NVFP4 one's packed bytes, scales and S; a column bias's data, 8-byte aligned, where it
-/// has columns, and its count even), a forced plan
-/// that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). M = 0
+/// has columns, and its count even), a forced plan that names no kernel, `unsupported_architecture` (wgmma asked for where it cannot run). M = 0
 /// after the argument and plan checks (before the architecture's): ok, nothing launched, no CUDA call. `force_plan` (wgmma only) replaces the automatic choice
 /// of tile shape and K split; `workspace` (wgmma only) is the caller's split-K workspace
 /// (sm90/workspace.cuh).

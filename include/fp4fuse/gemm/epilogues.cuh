@@ -121,7 +121,8 @@ inline void check_gate_up_width(fp4fuse::argument_checker& c, long long N, int g
 /// Refuses (into `c`, on the host, before any launch) a column bias the epilogues cannot read:
 /// count < 0 or odd (status::bad_shape), or count > 0 with data null (null_pointer) or not 8-byte
 /// aligned (misaligned_pointer): the epilogues read two neighbouring columns' bias as one 8-byte
-/// load (`fp4fuse::mma_add_bias`). `no_bias`: nothing to refuse. `name` names the bias (e.g. "store_bf16.bias").
+/// load (`fp4fuse::mma_add_bias`). `no_bias`: nothing to refuse. `name` names the bias (e.g.
+/// "store_bf16.bias").
 /// \code
 /// fp4fuse::argument_checker c("my_gemm");
 /// fp4fuse::gemm::check_bias(c, fp4fuse::no_bias{}, "bias");  // c stays ok

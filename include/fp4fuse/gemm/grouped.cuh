@@ -221,9 +221,7 @@ void check_launch(fp4fuse::argument_checker& c, const inputs& in, index_t N, con
   if (c) {  // the bounds above keep these products in range
     c.require(static_cast<index_t>(experts) * N < (index_t(1) << 31), status::bad_shape, "%s * 2I = %lld exceeds 32-bit W row indexing",
               names.experts, static_cast<long long>(experts) * N);
-    // The schedule counts units (every expert's 64-row blocks times the 128-wide column tiles, at
-    // most) in int.
-    c.require((in.x.rows / 64 + experts + 1) * cuda::ceil_div(N, index_t{128}) < (index_t(1) << 30), status::bad_shape,
+    c.require(sm90::detail::grouped_units_fit(in.x.rows, experts, N), status::bad_shape,
               "in.x.rows = %lld with %s = %d and 2I = %lld gives more work units than 32-bit indexing allows",
               static_cast<long long>(in.x.rows), names.experts, experts, static_cast<long long>(N));
   }

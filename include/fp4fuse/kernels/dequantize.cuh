@@ -27,7 +27,8 @@ namespace fp4fuse {
 /// Numerics: see the file comment; bit-identical to `block_codec<Format>::dequantize` on the host
 /// followed by the same rounding to `Out`. Requirements: `in.packed` aligned to one block's bytes
 /// (8 NVFP4, 16 MXFP4), `out` [M, K] 16-byte aligned with a whole number of 16-byte vectors per
-/// `ld`, K below 2^31 (32-bit column offsets). Validated before any CUDA call; on error nothing is written.
+/// `ld`, K below 2^31 (32-bit column offsets). Validated before any CUDA call; on error nothing
+/// is written.
 /// \code
 /// using L = fp4fuse::scale_layout::swizzled_128x4;
 /// const fp4fuse::quantized_matrix<fp4fuse::format::nvfp4<>, L, const uint8_t> in{packed, K / 2, scales, L{M, K / 16}};

@@ -4,7 +4,8 @@
 /// elements) -> packed E2M1 [M, K/2] (leading dimension in bytes) + block scales in a scale layout.
 ///
 /// A warp per tile of 32 x P consecutive scale blocks of one row (P = 2 for large launches, 1 for
-/// small ones and for MXFP4 of floats, whose block is 128 input bytes; lane l owns blocks l + 32 p, so every load and store of the warp is coalesced):
+/// small ones and for MXFP4 of floats, whose block is 128 input bytes; lane l owns blocks l + 32 p,
+/// so every load and store of the warp is coalesced):
 /// 16-byte streaming loads, the block amax and encoding in registers (detail/fast_block_encode.cuh:
 /// the codec's bits with fewer instructions), one 8- or 16-byte store per block. The grid covers
 /// the scale layout's padded extent, so every padding scale byte is written as 0x00 by the thread

@@ -42,8 +42,8 @@ namespace fp4fuse {
 /// bit-identical to the host composition of `Activation::apply` and `block_codec<Format>::quantize`
 /// (for the fast activations, whose host `apply` differs from the device's, to the device's
 /// `apply` composed with the codec; for `recipe::vllm`, to the device codec, whose rcp.approx
-/// multiplier is not the host's, as in `quantize`); with per_row, S_r = nvfp4_global_encode_scale(max |h| over
-/// the row, NaN ignored) of the activated (and per `Intermediate` rounded) values h, rows that fit
+/// multiplier is not the host's, as in `quantize`); with per_row,
+/// S_r = nvfp4_global_encode_scale(max |h| over the row, NaN ignored) of the activated (and per `Intermediate` rounded) values h, rows that fit
 /// one CTA in one pass over the input, longer rows in two with the same bits (docs/NUMERICS.md,
 /// "Per-row global scales"). Requirements: `gate_up` [M, 2I] (16-byte aligned, ld a whole number of
 /// 16-byte vectors), `out` [M, I] (`argument_checker::quantized`: packed aligned to one block's

@@ -39,6 +39,16 @@ result launch_swap_ab(const __nv_bfloat16* x, const __nv_bfloat16* w, const para
   return launch.launch(kernel, units, entry, tma_x, tma_w, prm, epi, args);
 }
 
+/// Whether the schedule's int unit count holds a grouped launch of `rows` rows in `groups` groups,
+/// N wide: every group's 64-row blocks times the 128-wide column tiles (the most any plan makes)
+/// below 2^30. For rows < 2^30, groups <= max_groups and N < 2^31 the product fits 64 bits.
+/// \code
+/// static_assert(fp4fuse::gemm::sm90::detail::grouped_units_fit(4096, 32, 5760));
+/// \endcode
+constexpr bool grouped_units_fit(long long rows, long long groups, long long N) {
+  return (rows / 64 + groups + 1) * cuda::ceil_div(N, 128LL) < (1LL << 30);
+}
+
 /// The refusals of grouped plan `p` (`whose`: "the forced plan", or plan_grouped's), into `c`: a
 /// plan that names no kernel, a swap-AB plan for an epilogue without the swap-AB form
 /// (`takes_swap_ab` false), a kernel that this `noun` (call, launch) does not compile with
@@ -105,9 +115,7 @@ result launch_grouped(const __nv_bfloat16* x, const __nv_bfloat16* w, int rows, 
   if (c) {
     c.require(static_cast<long long>(groups) * N < (1ll << 31), status::bad_shape, "groups * N = %lld exceeds 32-bit W row indexing",
               static_cast<long long>(groups) * N);
-    // The schedule counts units (every group's 64-row blocks times the 128-wide column tiles, at
-    // most) in int.
-    c.require((static_cast<long long>(rows) / 64 + groups + 1) * cuda::ceil_div(N, 128) < (1ll << 30), status::bad_shape,
+    c.require(detail::grouped_units_fit(rows, groups, N), status::bad_shape,
               "rows = %d with groups = %d and N = %d give more work units than 32-bit indexing allows", rows, groups, N);
   }
   if (!c) return c.outcome();

@@ -289,7 +289,7 @@ result launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int N, int 
     if (ws->partials == nullptr || ws->counters == nullptr) {
       return result::with(status::null_pointer, "fp4fuse::gemm::sm90::launch: the workspace's partials or counters are null");
     }
-    if (reinterpret_cast<std::uintptr_t>(ws->partials) % alignof(float) != 0 || reinterpret_cast<std::uintptr_t>(ws->counters) % alignof(unsigned) != 0) {
+    if (!fp4fuse::is_aligned(ws->partials, alignof(float)) || !fp4fuse::is_aligned(ws->counters, alignof(unsigned))) {
       return result::with(status::misaligned_pointer,
                           "fp4fuse::gemm::sm90::launch: the workspace's partials and counters must be 4-byte aligned (float stores, unsigned atomics)");
     }
